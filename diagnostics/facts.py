@@ -1,0 +1,194 @@
+"""The fact catalogue: every fact name the probes, parsers and KB may use, with one meaning each.
+
+Facts are plain JSON values keyed by dotted names.  A fact that could not be established is *absent*
+(never guessed); the matcher treats an absent fact as unknown, never as false.
+
+Adding a fact: add one line to CATALOGUE below (name, type, meaning).  Names under ``env.`` are open:
+``env.<VARIABLE>`` holds the value of any GPU-related environment variable that is set.
+This module must stay import-light: probes run it in child processes.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+# type names: str, int, float, bool, list[str], list[int]
+CATALOGUE: dict[str, tuple[str, str]] = {
+    # --- operating system and host -------------------------------------------------------------
+    "os.name": ("str", "distribution name and version, e.g. 'Ubuntu 22.04.4 LTS'"),
+    "os.id": ("str", "distribution id from os-release, e.g. 'ubuntu', 'debian', 'rhel'"),
+    "os.version_id": ("str", "distribution version id from os-release, e.g. '22.04'"),
+    "os.kernel": ("str", "kernel release, e.g. '6.8.0-45-generic'"),
+    "os.kernel_cmdline": ("str", "the kernel command line (/proc/cmdline)"),
+    "os.secure_boot": ("bool", "UEFI Secure Boot is enabled"),
+    "python.version": ("str", "Python version of the diagnosed interpreter, e.g. '3.11.7'"),
+    "python.executable": ("str", "path of the diagnosed interpreter"),
+    "host.mem_total_bytes": ("int", "total host RAM"),
+    "host.mem_available_bytes": ("int", "host RAM available for new allocations"),
+    "host.swap_total_bytes": ("int", "total swap"),
+    "host.cpu_count": ("int", "logical CPUs"),
+    "host.cpu_model": ("str", "CPU model name"),
+    # --- user, groups, containers --------------------------------------------------------------
+    "user.uid": ("int", "uid of the running process"),
+    "user.is_root": ("bool", "the running process is root (uid 0)"),
+    "user.groups": ("list[str]", "groups of the running process (what the kernel checks)"),
+    "user.db_groups": ("list[str]", "groups the group database (/etc/group) lists for the user"),
+    "user.in_render_group": ("bool", "the running process has the 'render' group"),
+    "user.in_video_group": ("bool", "the running process has the 'video' group"),
+    "user.groups_pending_relogin": ("list[str]", "GPU groups in the group database but not in the running process (added, not logged in again)"),
+    "user.missing_device_gids": ("list[int]", "gids owning /dev/kfd or /dev/dri/renderD* that the process lacks"),
+    "container.kind": ("str", "docker, podman, lxc, kubernetes, singularity, wsl, ... (absent: not detected)"),
+    "container.present": ("bool", "running inside a container or WSL"),
+    # --- kernel driver and device nodes ----------------------------------------------------------
+    "driver.amdgpu_loaded": ("bool", "the amdgpu kernel driver is loaded"),
+    "driver.amdgpu_version": ("str", "amdgpu module version (DKMS builds carry one)"),
+    "driver.amdgpu_blacklisted": ("bool", "amdgpu is blacklisted or disabled (modprobe.blacklist, nomodeset, amdgpu.*=0)"),
+    "driver.nvidia_loaded": ("bool", "the nvidia kernel driver is loaded"),
+    "kfd.present": ("bool", "/dev/kfd exists"),
+    "kfd.permission_denied": ("bool", "opening /dev/kfd read-write failed with EACCES/EPERM"),
+    "kfd.open_error": ("str", "errno name when opening /dev/kfd failed, e.g. 'EACCES', 'ENOENT'"),
+    "kfd.group": ("str", "group owning /dev/kfd"),
+    "dri.render_nodes": ("list[str]", "/dev/dri/renderD* nodes present"),
+    "dri.permission_denied": ("bool", "opening a /dev/dri/renderD* node read-write failed with EACCES/EPERM"),
+    "dri.group": ("str", "group owning the first /dev/dri/renderD* node"),
+    # --- PCI inventory (no vendor software needed) --------------------------------------------------
+    "pci.amd_gpu_count": ("int", "AMD display/compute devices on the PCI bus (vendor 0x1002)"),
+    "pci.nvidia_gpu_count": ("int", "NVIDIA display/compute devices on the PCI bus (vendor 0x10de)"),
+    "pci.amd_gpu_ids": ("list[str]", "PCI device ids of AMD GPUs, e.g. '0x744c'"),
+    # --- ROCm userspace ------------------------------------------------------------------------------
+    "rocm.installed": ("bool", "a ROCm userspace install was found"),
+    "rocm.version": ("str", "installed ROCm userspace version, e.g. '6.2.4'"),
+    "rocm.path": ("str", "the ROCm install prefix in use, e.g. '/opt/rocm'"),
+    "rocm.paths": ("list[str]", "every ROCm install prefix found"),
+    "rocminfo.ok": ("bool", "rocminfo ran and listed agents"),
+    "rocminfo.error": ("str", "rocminfo's error text, verbatim first line"),
+    "rocm_smi.error": ("str", "rocm-smi/amd-smi error text, verbatim first line"),
+    "hsa.runtime_version": ("str", "HSA runtime version reported by rocminfo"),
+    "hip.runtime_version": ("str", "what the HIP runtime reports, e.g. '6.2.41133'"),
+    "hip.device_count": ("int", "hipGetDeviceCount result (0 on error)"),
+    "hip.error": ("str", "HIP runtime error name when asking for devices, e.g. 'hipErrorNoDevice'"),
+    "hip.platform": ("str", "hipconfig platform: amd or nvidia"),
+    "hip.clang_version": ("str", "HIP clang version from hipconfig"),
+    # --- GPUs as the compute stack sees them ---------------------------------------------------------
+    "gpu.count": ("int", "GPUs visible to the compute stack"),
+    "gpu.names": ("list[str]", "marketing names, in enumeration order"),
+    "gpu.gfx_targets": ("list[str]", "gfx targets like 'gfx1100', 'gfx90a', in enumeration order"),
+    "gpu.isa_names": ("list[str]", "full ISA names with features, e.g. 'amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-'"),
+    "gpu.xnack_enabled": ("bool", "XNACK is enabled on at least one GPU (xnack+)"),
+    "gpu.integrated_count": ("int", "integrated GPUs (APUs) among the visible GPUs"),
+    "gpu.discrete_count": ("int", "discrete GPUs among the visible GPUs"),
+    "gpu.first_is_integrated": ("bool", "the first enumerated GPU is an integrated one while a discrete one exists"),
+    "gpu.vram_total_bytes": ("int", "dedicated VRAM of the largest visible GPU"),
+    "gpu.vram_used_bytes": ("int", "VRAM in use on that GPU before the run"),
+    "gpu.vram_free_bytes": ("int", "VRAM free on that GPU before the run"),
+    "gpu.gtt_total_bytes": ("int", "GTT (system memory the GPU can map) of that GPU"),
+    "gpu.vendors": ("list[str]", "vendors of the visible GPUs: 'amd', 'nvidia', 'intel'"),
+    "gpu.pcie_atomics": ("bool", "the PCIe path supports atomics (false when the kernel says it does not)"),
+    # --- NVIDIA side ---------------------------------------------------------------------------------
+    "nvidia.driver_version": ("str", "NVIDIA driver version, e.g. '550.54.15'"),
+    "nvidia.cuda_version": ("str", "highest CUDA version the driver supports, e.g. '12.4'"),
+    "nvidia.smi_error": ("str", "nvidia-smi error text, verbatim first line"),
+    "nvidia.compute_caps": ("list[str]", "compute capabilities like 'sm_90'"),
+    # --- torch in the diagnosed interpreter -----------------------------------------------------------
+    "torch.installed": ("bool", "torch is installed in the diagnosed interpreter"),
+    "torch.version": ("str", "e.g. '2.5.1+rocm6.2'"),
+    "torch.build": ("str", "'rocm', 'cuda' or 'cpu'"),
+    "torch.hip_version": ("str", "HIP version torch was compiled against (torch.version.hip)"),
+    "torch.cuda_version": ("str", "CUDA version torch was compiled against (torch.version.cuda)"),
+    "torch.cuda_available": ("bool", "torch.cuda.is_available() (true on working ROCm builds too)"),
+    "torch.device_count": ("int", "torch.cuda.device_count()"),
+    "torch.device_names": ("list[str]", "torch.cuda.get_device_name(i) for each device"),
+    "torch.gcn_arch_names": ("list[str]", "gcnArchName of each device (ROCm), e.g. 'gfx90a:sramecc+:xnack-'"),
+    "torch.arch_list": ("list[str]", "torch.cuda.get_arch_list()"),
+    "torch.arch_supported": ("bool", "every visible GPU's gfx target / compute capability is in torch's arch list"),
+    "torch.unsupported_archs": ("list[str]", "visible GPU targets missing from torch's arch list"),
+    "torch.import_error": ("str", "the exception or signal when importing torch failed"),
+    "torch.smoke_ok": ("bool", "a small matmul on the GPU ran and matched the CPU result"),
+    "torch.smoke_error": ("str", "the error of the smoke test, verbatim"),
+    "torch.location": ("str", "directory torch was imported from"),
+    "torch.installer": ("str", "what installed torch: pip, conda, uv, ... (INSTALLER metadata)"),
+    # --- HSA override and visibility, derived from env and GPUs ------------------------------------------
+    "hsa_override.value": ("str", "HSA_OVERRIDE_GFX_VERSION as in force (quotes stripped)"),
+    "hsa_override.valid": ("bool", "the override has the form MAJOR.MINOR.STEP with numbers"),
+    "hsa_override.gfx": ("str", "the gfx target the override maps to, e.g. '10.3.0' -> 'gfx1030'"),
+    "hsa_override.needed": ("bool", "some GPU's native target is missing from torch's arch list (an override could help)"),
+    "visible_devices.hides_all": ("bool", "a HIP/ROCR/CUDA_VISIBLE_DEVICES mask selects no device"),
+    "visible_devices.masks": ("list[str]", "the visible-device variables that are set, as NAME=value"),
+    "env.set_names": ("list[str]", "names of the GPU-related environment variables that are set"),
+    # --- neighbouring packages ----------------------------------------------------------------------------
+    "pkg.transformers": ("str", "installed transformers version"),
+    "pkg.accelerate": ("str", "installed accelerate version"),
+    "pkg.bitsandbytes": ("str", "installed bitsandbytes version"),
+    "pkg.flash_attn": ("str", "installed flash-attn version"),
+    "pkg.vllm": ("str", "installed vllm version"),
+    "pkg.vllm_build": ("str", "vllm build flavour from its version: 'rocm', 'cuda' or 'cpu'"),
+    "pkg.triton": ("str", "installed triton (or pytorch-triton-rocm) version"),
+    "pkg.nvidia_wheels": ("list[str]", "installed nvidia-* CUDA runtime wheels"),
+    "pkg.torch_duplicates": ("list[str]", "more than one torch distribution visible (e.g. torch and torch-rocm)"),
+    # --- the test generation ------------------------------------------------------------------------------
+    "gen.ran": ("bool", "the test generation ran to the end"),
+    "gen.device": ("str", "device the generation actually used: 'cpu', 'cuda', or 'mixed'"),
+    "gen.requested_device": ("str", "device asked for: auto, cpu or cuda"),
+    "gen.param_devices": ("list[str]", "distinct devices holding the model's parameters"),
+    "gen.offloaded": ("bool", "some layers sit on the CPU or disk while others are on the GPU"),
+    "gen.dtype": ("str", "dtype of the loaded model"),
+    "gen.tokens_per_s": ("float", "generation speed"),
+    "gen.cpu_tokens_per_s": ("float", "speed of the same model on the CPU, measured in the same run"),
+    "gen.gpu_vs_cpu_ratio": ("float", "GPU tokens/s divided by CPU tokens/s"),
+    "gen.estimate_bytes": ("int", "estimated memory footprint of the model before loading"),
+    "gen.estimate_exceeds_vram": ("bool", "the estimate exceeds free GPU memory"),
+    "gen.estimate_exceeds_host": ("bool", "the estimate exceeds available host memory"),
+    "gen.oom": ("str", "out-of-memory during load or generation: 'gpu' or 'host'"),
+    "gen.error": ("str", "the error that stopped the generation, verbatim"),
+    "gen.peak_gpu_bytes": ("int", "peak GPU memory allocated by the generation"),
+    "gen.peak_rss_bytes": ("int", "peak host RSS of the generation process"),
+}
+
+OPEN_PREFIXES = ("env.",)
+
+TYPES = {"str", "int", "float", "bool", "list[str]", "list[int]"}
+
+
+def is_known(name: str) -> bool:
+    """True when *name* is in the catalogue or under an open prefix such as ``env.``."""
+    if name in CATALOGUE:
+        return True
+    return any(name.startswith(p) and len(name) > len(p) for p in OPEN_PREFIXES)
+
+
+def fact_type(name: str) -> str | None:
+    if name in CATALOGUE:
+        return CATALOGUE[name][0]
+    if is_known(name):
+        return "str"
+    return None
+
+
+def check_value(name: str, value: Any) -> str | None:
+    """Return an error message when *value* does not have the catalogue type of *name*."""
+    t = fact_type(name)
+    if t is None:
+        return f"unknown fact {name!r}"
+    ok = {
+        "str": lambda v: isinstance(v, str),
+        "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+        "bool": lambda v: isinstance(v, bool),
+        "list[str]": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+        "list[int]": lambda v: isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v),
+    }[t](value)
+    return None if ok else f"fact {name!r} must be {t}, got {type(value).__name__}"
+
+
+def clean_facts(facts: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Keep the well-typed, known facts; return them with a list of problems for the rest."""
+    good: dict[str, Any] = {}
+    problems: list[str] = []
+    for k, v in facts.items():
+        if v is None:
+            continue
+        err = check_value(k, v)
+        if err:
+            problems.append(err)
+        else:
+            good[k] = v
+    return good, problems
