@@ -1,0 +1,256 @@
+"""Command line: ``python -m diagnostics <command>``.  See shared/CONTRACT.md for the stable surface."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_TOOL = 0, 1, 2
+
+
+class ToolError(Exception):
+    """The tool itself could not do its job (exit 2), with a message for the user."""
+
+
+def _print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def _problems(diagnoses: list[dict[str, Any]]) -> bool:
+    return any(not d.get("benign") and d.get("severity") in ("critical", "error", "warning") for d in diagnoses)
+
+
+def _read_inputs(paths: list[str] | None) -> tuple[list[tuple[str, str]], list[str]]:
+    from .service import read_text_file
+
+    out, notes = [], []
+    for p in paths or []:
+        try:
+            text, n = read_text_file(p)
+        except OSError as exc:
+            raise ToolError(f"cannot read {p}: {exc.strerror or exc}") from None
+        out.append((os.path.basename(p), text))
+        notes.extend(n)
+    return out, notes
+
+
+# ---------------------------------------------------------------------------------------------- kb
+
+
+def cmd_kb_lint(args: argparse.Namespace) -> int:
+    from .kb import load_kb
+
+    kb = load_kb(args.kb)
+    for e in kb.errors:
+        print(str(e))
+    n = len(kb.entries)
+    if kb.errors:
+        print(f"{len(kb.errors)} problem(s); {n} entr{'y' if n == 1 else 'ies'} loaded", file=sys.stderr)
+        return 1
+    print(f"ok: {n} entries, no problems")
+    return 0
+
+
+def cmd_kb_test(args: argparse.Namespace) -> int:
+    import re
+
+    from .kb import load_kb
+    from .matcher import run_entry_tests
+
+    kb = load_kb(args.kb)
+    for e in kb.errors:
+        print(f"LOAD ERROR {e}")
+    try:
+        rows = run_entry_tests(kb, args.run)
+    except re.error as exc:
+        raise ToolError(f"--run: bad regular expression: {exc}") from None
+    failed = [r for r in rows if not r["ok"]]
+    for r in failed:
+        extra = f" (unknown facts: {', '.join(r['unknown'])})" if r["unknown"] else ""
+        print(f"FAIL {r['path']}:{r['line']}: {r['id']} / {r['case']}: expected {r['expect']}, got {r['got']}{extra}")
+    if args.verbose:
+        for r in rows:
+            if r["ok"]:
+                print(f"ok   {r['id']} / {r['case']}")
+    entries = len({r["id"] for r in rows})
+    print(f"{len(rows) - len(failed)} passed, {len(failed)} failed ({entries} entries)")
+    return 1 if failed or kb.errors else 0
+
+
+def cmd_kb_list(args: argparse.Namespace) -> int:
+    from .kb import load_kb
+
+    kb = load_kb(args.kb)
+    rows = [e.summary() for e in sorted(kb.entries, key=lambda e: e.id)]
+    if args.json:
+        _print_json({"entries": rows, "errors": [str(e) for e in kb.errors]})
+    else:
+        for r in rows:
+            print(f"{r['id']:<44} {r['severity']:<9} {r['title']}")
+        for e in kb.errors:
+            print(f"error: {e}", file=sys.stderr)
+    return 0
+
+
+def cmd_kb_schema(args: argparse.Namespace) -> int:
+    from .kb import json_schema
+
+    _print_json(json_schema())
+    return 0
+
+
+# ----------------------------------------------------------------------------------------- parse/match
+
+
+def cmd_parse(args: argparse.Namespace) -> int:
+    from .service import parse_dumps
+
+    dumps, notes = _read_inputs([args.file])
+    try:
+        _, results = parse_dumps(dumps, args.kind)
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
+    res = results[0]
+    res["notes"] = notes + res["notes"]
+    if args.json:
+        _print_json({"kind": res["kind"], "facts": res["facts"], "notes": res["notes"], "errors": res["errors"]})
+    else:
+        from .report import render_facts
+
+        print(f"kind: {res['kind']}")
+        print(render_facts(res["facts"]))
+        for n in res["notes"]:
+            print(f"note: {n}")
+        for e in res["errors"]:
+            print(f"tool error: {e}")
+    return 0
+
+
+def cmd_match(args: argparse.Namespace) -> int:
+    from .service import diagnose_text
+
+    logs, notes1 = _read_inputs(args.log)
+    dumps, notes2 = _read_inputs(args.dump)
+    facts = {}
+    if args.facts:
+        try:
+            with open(args.facts, encoding="utf-8") as f:
+                facts = json.load(f)
+        except (OSError, ValueError) as exc:
+            raise ToolError(f"cannot read facts from {args.facts}: {exc}") from None
+        if isinstance(facts, dict) and isinstance(facts.get("facts"), dict):
+            facts = facts["facts"]  # accept a whole `run --json` or `parse --json` output
+        if not isinstance(facts, dict):
+            raise ToolError("--facts must hold a JSON object of fact names to values")
+    if not logs and not dumps and not facts:
+        if sys.stdin is not None and not sys.stdin.isatty():
+            data = sys.stdin.buffer.read(64 * 1024 * 1024)
+            from .service import decode_text
+
+            logs = [("stdin", decode_text(data, "stdin", notes1))]
+        else:
+            raise ToolError("nothing to match: give --log FILE, --dump FILE or --facts FILE (or pipe a log on stdin)")
+    res = diagnose_text(logs=logs, dumps=dumps, facts=facts)
+    res["notes"] = notes1 + notes2 + res["notes"]
+    if args.json:
+        _print_json(res)
+    else:
+        from .report import render_match
+
+        print(render_match(res))
+    return EXIT_PROBLEMS if _problems(res["diagnoses"]) else EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m diagnostics",
+                                description="Diagnose broken ROCm / CUDA + PyTorch setups.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    _register_optional(sub, "diagnostics.run_cli", "run")
+
+    sp = sub.add_parser("parse", help="extract facts from a pasted dump")
+    sp.add_argument("file")
+    sp.add_argument("--kind", default="auto",
+                    choices=["auto", "collect_env", "rocminfo", "rocm_smi", "amd_smi", "hipconfig", "dmesg", "nvidia_smi"])
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_parse)
+
+    sp = sub.add_parser("match", help="diagnose from logs, dumps and/or facts")
+    sp.add_argument("--log", action="append", metavar="FILE")
+    sp.add_argument("--dump", action="append", metavar="FILE")
+    sp.add_argument("--facts", metavar="FILE")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_match)
+
+    _register_optional(sub, "diagnostics.generation", "generate")
+    _register_optional(sub, "diagnostics.cli_sessions", "sessions")
+
+    kbp = sub.add_parser("kb", help="knowledge-base tools for contributors")
+    kbp.add_argument("--kb", default=None, help="knowledge-base directory (default: the bundled kb/)")
+    ksub = kbp.add_subparsers(dest="kb_command", metavar="KB_COMMAND")
+    ksub.required = True
+    sp = ksub.add_parser("lint", help="check every entry against the schema")
+    sp.set_defaults(func=cmd_kb_lint)
+    sp = ksub.add_parser("test", help="run every entry's own test cases")
+    sp.add_argument("--run", metavar="REGEX", help="only entries whose id matches")
+    sp.add_argument("-v", "--verbose", action="store_true")
+    sp.set_defaults(func=cmd_kb_test)
+    sp = ksub.add_parser("list", help="list the entries")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_kb_list)
+    sp = ksub.add_parser("schema", help="print the JSON Schema of an entry")
+    sp.set_defaults(func=cmd_kb_schema)
+
+    sp = sub.add_parser("serve", help="start the web UI")
+    sp.add_argument("--port", type=int, default=8501)
+    sp.add_argument("--address", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    sp.set_defaults(func=cmd_serve)
+    return p
+
+
+def _register_optional(sub: Any, module: str, name: str) -> None:
+    """Commands whose module lives in its own file; a missing module leaves the others working."""
+    import importlib
+
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as exc:
+        sp = sub.add_parser(name, help=f"(unavailable: {exc})")
+        sp.set_defaults(func=lambda a, _e=exc: (_ for _ in ()).throw(ToolError(f"{name} is unavailable: {_e}")))
+        return
+    mod.register_cli(sub)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import subprocess
+
+    app = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "app.py")
+    cmd = [sys.executable, "-m", "streamlit", "run", app,
+           "--server.address", args.address, "--server.port", str(args.port),
+           "--browser.gatherUsageStats", "false", "--server.headless", "true"]
+    print(f"GPU doctor: open http://{args.address}:{args.port}", file=sys.stderr)
+    try:
+        return subprocess.call(cmd)
+    except KeyboardInterrupt:
+        return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except ToolError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_TOOL
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_TOOL
+    except BrokenPipeError:
+        return EXIT_OK

@@ -1,0 +1,601 @@
+"""Loading and checking the knowledge base: strict schema, precise errors, no code in entries.
+
+Every entry is a YAML file ``kb/<id>.yaml``.  Loading never executes anything: YAML is composed into nodes
+(so each error carries file:line:column), aliases are refused (no YAML bombs), and every pattern is compiled
+with RE2, whose matching time is linear in the input.  One broken entry is reported and skipped; the rest of
+the knowledge base still loads.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import re2
+import yaml
+
+from . import facts as factcat
+
+KB_DIR = Path(__file__).resolve().parent.parent / "kb"
+MAX_ENTRY_BYTES = 256 * 1024
+MAX_DEPTH = 40
+MAX_PATTERN_LEN = 2000
+SEVERITIES = ("critical", "error", "warning", "info")
+SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{1,80}$")
+
+TOP_REQUIRED = ("id", "title", "severity", "when", "symptoms", "cause", "fix", "links", "tests")
+TOP_OPTIONAL = ("benign", "tags", "confidence", "supersedes", "translations")
+FACT_OPS = ("eq", "ne", "in", "not_in", "contains", "contains_any", "matches", "lt", "le", "gt", "ge",
+            "version_lt", "version_le", "version_gt", "version_ge")
+TEST_KEYS = ("name", "expect", "facts", "logs")
+TRANSLATION_KEYS = ("title", "symptoms", "cause", "fix", "source_hash")
+
+
+class KBError(Exception):
+    """One problem in one entry, with its position."""
+
+    def __init__(self, path: str, line: int, col: int, message: str):
+        super().__init__(f"{path}:{line}:{col}: {message}")
+        self.path, self.line, self.col, self.message = path, line, col, message
+
+
+# --------------------------------------------------------------------------------------------------
+# conditions
+
+
+@dataclass
+class Cond:
+    kind: str                       # all | any | not | log | fact
+    children: list["Cond"] = field(default_factory=list)
+    pattern: str = ""               # log pattern (kind == log) or value pattern (op == matches)
+    fact: str = ""
+    op: str = ""
+    value: Any = None
+    line: int = 0
+    compiled: Any = None            # re2 pattern for op == matches
+
+    def walk(self) -> Iterator["Cond"]:
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
+    def facts_used(self) -> set[str]:
+        return {c.fact for c in self.walk() if c.kind == "fact"}
+
+    def log_patterns(self) -> list[str]:
+        return [c.pattern for c in self.walk() if c.kind == "log"]
+
+
+@dataclass
+class TestCase:
+    name: str
+    expect: str
+    facts: dict[str, Any]
+    logs: str
+    line: int = 0
+
+
+@dataclass
+class Entry:
+    id: str
+    title: str
+    severity: str
+    when: Cond
+    symptoms: str
+    cause: str
+    fix: str
+    links: list[str]
+    tests: list[TestCase]
+    benign: bool = False
+    tags: list[str] = field(default_factory=list)
+    confidence: float = 0.8
+    supersedes: list[str] = field(default_factory=list)
+    translations: dict[str, dict[str, str]] = field(default_factory=dict)
+    path: str = ""
+
+    def summary(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "severity": self.severity, "benign": self.benign,
+                "tags": self.tags, "confidence": self.confidence, "path": self.path}
+
+
+@dataclass
+class KnowledgeBase:
+    entries: list[Entry]
+    errors: list[KBError]
+    directory: str = ""
+
+    def by_id(self) -> dict[str, Entry]:
+        return {e.id: e for e in self.entries}
+
+    @property
+    def version(self) -> str:
+        """A short content hash: sessions record which KB diagnosed them."""
+        import hashlib
+
+        h = hashlib.sha256()
+        for e in sorted(self.entries, key=lambda e: e.id):
+            h.update(e.id.encode())
+            try:
+                h.update(Path(e.path).read_bytes())
+            except OSError:
+                pass
+        return h.hexdigest()[:12]
+
+
+# --------------------------------------------------------------------------------------------------
+# YAML composition with positions and without aliases
+
+
+class _Ctx:
+    def __init__(self, path: str):
+        self.path = path
+        self.seen: set[int] = set()
+
+    def err(self, node: yaml.Node | None, msg: str) -> KBError:
+        if node is None:
+            return KBError(self.path, 1, 1, msg)
+        return KBError(self.path, node.start_mark.line + 1, node.start_mark.column + 1, msg)
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+def _compose(text: str, path: str) -> yaml.Node | None:
+    ctx = _Ctx(path)
+    try:
+        loader = _Loader(text)
+        try:
+            # refuse anchors/aliases at the event level, before anything is constructed
+            node = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        col = mark.column + 1 if mark else 1
+        raise KBError(path, line, col, f"YAML syntax: {exc.problem or exc}") from None
+    except yaml.YAMLError as exc:
+        raise KBError(path, 1, 1, f"YAML syntax: {exc}") from None
+    except RecursionError:
+        raise KBError(path, 1, 1, "YAML nesting too deep") from None
+    if node is not None:
+        _check_no_alias(ctx, node, 0)
+    return node
+
+
+def _check_no_alias(ctx: _Ctx, node: yaml.Node, depth: int) -> None:
+    stack = [(node, depth)]
+    while stack:
+        n, d = stack.pop()
+        if d > MAX_DEPTH:
+            raise ctx.err(n, f"nesting deeper than {MAX_DEPTH} levels")
+        if id(n) in ctx.seen:
+            raise ctx.err(n, "YAML aliases/anchors are not allowed in KB entries")
+        ctx.seen.add(id(n))
+        if isinstance(n, yaml.MappingNode):
+            for k, v in n.value:
+                stack.append((k, d + 1))
+                stack.append((v, d + 1))
+        elif isinstance(n, yaml.SequenceNode):
+            for v in n.value:
+                stack.append((v, d + 1))
+
+
+def _scalar(ctx: _Ctx, node: yaml.Node) -> Any:
+    if not isinstance(node, yaml.ScalarNode):
+        raise ctx.err(node, "expected a single value here, not a list or mapping")
+    loader = yaml.SafeLoader("")
+    try:
+        return loader.construct_object(node)
+    except yaml.YAMLError as exc:
+        raise ctx.err(node, f"bad value: {exc}") from None
+    finally:
+        loader.dispose()
+
+
+def _value(ctx: _Ctx, node: yaml.Node) -> Any:
+    """Plain Python for a value node (lists and mappings of scalars allowed)."""
+    if isinstance(node, yaml.ScalarNode):
+        return _scalar(ctx, node)
+    if isinstance(node, yaml.SequenceNode):
+        return [_value(ctx, n) for n in node.value]
+    if isinstance(node, yaml.MappingNode):
+        out = {}
+        for k, v in node.value:
+            key = _scalar(ctx, k)
+            if not isinstance(key, str):
+                raise ctx.err(k, "mapping keys must be strings")
+            if key in out:
+                raise ctx.err(k, f"duplicate key {key!r}")
+            out[key] = _value(ctx, v)
+        return out
+    raise ctx.err(node, "unsupported YAML node")
+
+
+def _mapping(ctx: _Ctx, node: yaml.Node, what: str) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+    if not isinstance(node, yaml.MappingNode):
+        raise ctx.err(node, f"{what} must be a mapping")
+    out: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+    for k, v in node.value:
+        key = _scalar(ctx, k)
+        if not isinstance(key, str):
+            raise ctx.err(k, f"keys of {what} must be strings")
+        if key in out:
+            raise ctx.err(k, f"duplicate key {key!r} in {what}")
+        out[key] = (k, v)
+    return out
+
+
+def _str(ctx: _Ctx, node: yaml.Node, what: str, *, nonempty: bool = True) -> str:
+    v = _scalar(ctx, node)
+    if not isinstance(v, str):
+        raise ctx.err(node, f"{what} must be a string, got {type(v).__name__}")
+    if nonempty and not v.strip():
+        raise ctx.err(node, f"{what} must not be empty")
+    return v
+
+
+def _str_list(ctx: _Ctx, node: yaml.Node, what: str) -> list[str]:
+    if not isinstance(node, yaml.SequenceNode):
+        raise ctx.err(node, f"{what} must be a list of strings")
+    return [_str(ctx, n, f"an item of {what}") for n in node.value]
+
+
+# --------------------------------------------------------------------------------------------------
+# patterns
+
+
+
+def compile_pattern(pattern: str) -> Any:
+    """Compile with RE2; raises ValueError with RE2's reason for patterns RE2 cannot run in linear time."""
+    if len(pattern) > MAX_PATTERN_LEN:
+        raise ValueError(f"pattern longer than {MAX_PATTERN_LEN} characters")
+    if not pattern:
+        raise ValueError("empty pattern")
+    try:
+        return re2.compile(pattern)
+    except re2.error as exc:
+        raise ValueError(f"pattern rejected by RE2 (no backreferences or lookaround): {exc}") from None
+    except Exception as exc:  # pragma: no cover - binding specific errors
+        raise ValueError(f"pattern rejected: {exc}") from None
+
+
+# --------------------------------------------------------------------------------------------------
+# conditions from nodes
+
+
+def _cond(ctx: _Ctx, node: yaml.Node, depth: int = 0) -> Cond:
+    if depth > MAX_DEPTH:
+        raise ctx.err(node, "condition nested too deeply")
+    m = _mapping(ctx, node, "a condition")
+    line = node.start_mark.line + 1
+    keys = set(m)
+    structural = keys & {"all", "any", "not", "log"}
+    if "fact" in keys:
+        if structural:
+            raise ctx.err(node, "a fact condition cannot also hold " + ", ".join(sorted(structural)))
+        fact_name = _str(ctx, m["fact"][1], "fact")
+        if not factcat.is_known(fact_name):
+            raise ctx.err(m["fact"][1], f"unknown fact {fact_name!r} (see diagnostics/facts.py)")
+        ops = [k for k in keys if k != "fact"]
+        unknown = [k for k in ops if k not in FACT_OPS]
+        if unknown:
+            raise ctx.err(m[unknown[0]][0], f"unknown operator {unknown[0]!r}; use one of: {', '.join(FACT_OPS)}")
+        if len(ops) != 1:
+            raise ctx.err(node, f"a fact condition needs exactly one operator ({', '.join(FACT_OPS)})")
+        op = ops[0]
+        vnode = m[op][1]
+        value = _value(ctx, vnode)
+        ftype = factcat.fact_type(fact_name) or "str"
+        c = Cond("fact", fact=fact_name, op=op, value=value, line=line)
+        _check_op(ctx, vnode, c, ftype)
+        return c
+    if len(keys) != 1:
+        raise ctx.err(node, "a condition holds exactly one of: all, any, not, log, fact" +
+                      (f" (found: {', '.join(sorted(keys))})" if keys else ""))
+    key = next(iter(keys))
+    knode, vnode = m[key]
+    if key in ("all", "any"):
+        if not isinstance(vnode, yaml.SequenceNode) or not vnode.value:
+            raise ctx.err(vnode, f"'{key}' takes a non-empty list of conditions")
+        return Cond(key, children=[_cond(ctx, n, depth + 1) for n in vnode.value], line=line)
+    if key == "not":
+        return Cond("not", children=[_cond(ctx, vnode, depth + 1)], line=line)
+    if key == "log":
+        pat = _str(ctx, vnode, "log pattern")
+        try:
+            compile_pattern(pat)
+        except ValueError as exc:
+            raise ctx.err(vnode, str(exc)) from None
+        return Cond("log", pattern=pat, line=line)
+    raise ctx.err(knode, f"unknown condition {key!r}; use all, any, not, log or fact")
+
+
+def _check_op(ctx: _Ctx, vnode: yaml.Node, c: Cond, ftype: str) -> None:
+    op, v = c.op, c.value
+    is_list_fact = ftype.startswith("list")
+    scalar_types = {"str": str, "int": int, "float": (int, float), "bool": bool,
+                    "list[str]": str, "list[int]": int}
+    item_t = scalar_types[ftype]
+
+    def ok_item(x: Any) -> bool:
+        if item_t is int and isinstance(x, bool):
+            return False
+        if ftype == "float" and isinstance(x, bool):
+            return False
+        return isinstance(x, item_t)
+
+    if op in ("eq", "ne"):
+        if is_list_fact:
+            if not (isinstance(v, list) and all(ok_item(x) for x in v)):
+                raise ctx.err(vnode, f"{c.fact} is a {ftype}: '{op}' needs a list of its items")
+        elif not ok_item(v):
+            raise ctx.err(vnode, f"{c.fact} is a {ftype}: '{op}' needs a {ftype} value, got {v!r}")
+    elif op in ("in", "not_in"):
+        if is_list_fact:
+            raise ctx.err(vnode, f"'{op}' works on single values; {c.fact} is a list (use contains/contains_any)")
+        if not (isinstance(v, list) and v and all(ok_item(x) for x in v)):
+            raise ctx.err(vnode, f"'{op}' needs a non-empty list of {ftype} values")
+    elif op == "contains":
+        if not is_list_fact:
+            raise ctx.err(vnode, f"'contains' works on list facts; {c.fact} is a {ftype}")
+        if not ok_item(v):
+            raise ctx.err(vnode, f"'contains' needs one item of {c.fact}")
+    elif op == "contains_any":
+        if not is_list_fact:
+            raise ctx.err(vnode, f"'contains_any' works on list facts; {c.fact} is a {ftype}")
+        if not (isinstance(v, list) and v and all(ok_item(x) for x in v)):
+            raise ctx.err(vnode, "'contains_any' needs a non-empty list of items")
+    elif op == "matches":
+        if ftype not in ("str", "list[str]"):
+            raise ctx.err(vnode, f"'matches' works on strings; {c.fact} is a {ftype}")
+        if not isinstance(v, str):
+            raise ctx.err(vnode, "'matches' needs a pattern string")
+        try:
+            c.compiled = compile_pattern(v)
+        except ValueError as exc:
+            raise ctx.err(vnode, str(exc)) from None
+        c.pattern = v
+    elif op in ("lt", "le", "gt", "ge"):
+        if ftype not in ("int", "float"):
+            raise ctx.err(vnode, f"'{op}' works on numbers; {c.fact} is a {ftype}")
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ctx.err(vnode, f"'{op}' needs a number")
+    elif op.startswith("version_"):
+        if ftype != "str":
+            raise ctx.err(vnode, f"'{op}' works on version strings; {c.fact} is a {ftype}")
+        if not isinstance(v, (str, int, float)) or isinstance(v, bool) or parse_version(str(v)) is None:
+            raise ctx.err(vnode, f"'{op}' needs a version like '6.2' or '2.5.1'")
+        c.value = str(v)
+
+
+_VER_RE = re.compile(r"\d+")
+
+
+def parse_version(text: str) -> tuple[int, ...] | None:
+    """'2.5.1+rocm6.2' -> (2, 5, 1); '6.2.41133-abc' -> (6, 2, 41133); None when no number leads."""
+    text = str(text).strip().lstrip("vV")
+    text = text.split("+", 1)[0]
+    m = re.match(r"^(\d+(?:\.\d+)*)", text)
+    if not m:
+        return None
+    return tuple(int(x) for x in m.group(1).split("."))
+
+
+# --------------------------------------------------------------------------------------------------
+# entries
+
+
+def _tests(ctx: _Ctx, node: yaml.Node) -> list[TestCase]:
+    if not isinstance(node, yaml.SequenceNode) or not node.value:
+        raise ctx.err(node, "tests must be a non-empty list of cases")
+    out: list[TestCase] = []
+    for tnode in node.value:
+        m = _mapping(ctx, tnode, "a test case")
+        for k, (kn, _) in m.items():
+            if k not in TEST_KEYS:
+                raise ctx.err(kn, f"unknown key {k!r} in a test case; allowed: {', '.join(TEST_KEYS)}")
+        if "name" not in m or "expect" not in m:
+            raise ctx.err(tnode, "a test case needs 'name' and 'expect'")
+        name = _str(ctx, m["name"][1], "name")
+        expect = _str(ctx, m["expect"][1], "expect")
+        if expect not in ("fire", "silent"):
+            raise ctx.err(m["expect"][1], "expect must be 'fire' or 'silent'")
+        if "facts" not in m and "logs" not in m:
+            raise ctx.err(tnode, "a test case needs 'facts', 'logs' or both")
+        facts: dict[str, Any] = {}
+        if "facts" in m:
+            fm = _mapping(ctx, m["facts"][1], "facts")
+            for fname, (kn, vn) in fm.items():
+                val = _value(ctx, vn)
+                err = factcat.check_value(fname, val)
+                if err:
+                    raise ctx.err(kn, err)
+                facts[fname] = val
+        logs = _str(ctx, m["logs"][1], "logs", nonempty=False) if "logs" in m else ""
+        out.append(TestCase(name, expect, facts, logs, tnode.start_mark.line + 1))
+    if not any(t.expect == "fire" for t in out) or not any(t.expect == "silent" for t in out):
+        raise ctx.err(node, "tests need at least one 'fire' case and one 'silent' case")
+    return out
+
+
+def parse_entry(text: str, path: str, expected_id: str | None = None) -> Entry:
+    """Parse one entry; raises KBError at the first problem."""
+    ctx = _Ctx(path)
+    if len(text.encode("utf-8", "replace")) > MAX_ENTRY_BYTES:
+        raise KBError(path, 1, 1, f"entry larger than {MAX_ENTRY_BYTES // 1024} KiB")
+    if "\x00" in text:
+        raise KBError(path, 1, 1, "entry contains NUL bytes (binary file?)")
+    root = _compose(text, path)
+    if root is None:
+        raise KBError(path, 1, 1, "empty entry")
+    m = _mapping(ctx, root, "an entry")
+    for k, (kn, _) in m.items():
+        if k not in TOP_REQUIRED and k not in TOP_OPTIONAL:
+            raise ctx.err(kn, f"unknown key {k!r}; allowed: {', '.join(TOP_REQUIRED + TOP_OPTIONAL)}")
+    for k in TOP_REQUIRED:
+        if k not in m:
+            raise ctx.err(root, f"missing required key {k!r}")
+    eid = _str(ctx, m["id"][1], "id")
+    if not ID_RE.match(eid):
+        raise ctx.err(m["id"][1], "id must be lowercase letters, digits and dashes")
+    if expected_id is not None and eid != expected_id:
+        raise ctx.err(m["id"][1], f"id {eid!r} differs from the file name {expected_id!r}")
+    sev = _str(ctx, m["severity"][1], "severity")
+    if sev not in SEVERITIES:
+        raise ctx.err(m["severity"][1], f"severity must be one of {', '.join(SEVERITIES)}")
+    benign = False
+    if "benign" in m:
+        benign = _scalar(ctx, m["benign"][1])
+        if not isinstance(benign, bool):
+            raise ctx.err(m["benign"][1], "benign must be true or false")
+        if benign and sev != "info":
+            raise ctx.err(m["severity"][1], "a benign entry must have severity 'info'")
+    conf = 0.8
+    if "confidence" in m:
+        conf = _scalar(ctx, m["confidence"][1])
+        if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0 < conf <= 1:
+            raise ctx.err(m["confidence"][1], "confidence must be a number in (0, 1]")
+        conf = float(conf)
+    links = _str_list(ctx, m["links"][1], "links")
+    if not links:
+        raise ctx.err(m["links"][1], "links must name at least one source")
+    for i, ln in enumerate(links):
+        if not re.match(r"^https?://\S+$", ln):
+            raise ctx.err(m["links"][1].value[i], f"link {ln!r} is not an http(s) URL")
+    translations: dict[str, dict[str, str]] = {}
+    if "translations" in m:
+        tm = _mapping(ctx, m["translations"][1], "translations")
+        for lang, (kn, vn) in tm.items():
+            if not re.match(r"^[a-z]{2}(-[A-Za-z]{2,4})?$", lang):
+                raise ctx.err(kn, f"language code {lang!r} should look like 'zh' or 'zh-CN'")
+            fields = _mapping(ctx, vn, f"translations.{lang}")
+            tr = {}
+            for fk, (fkn, fvn) in fields.items():
+                if fk not in TRANSLATION_KEYS:
+                    raise ctx.err(fkn, f"unknown key {fk!r} in a translation; allowed: {', '.join(TRANSLATION_KEYS)}")
+                tr[fk] = _str(ctx, fvn, fk)
+            translations[lang] = tr
+    return Entry(
+        id=eid,
+        title=_str(ctx, m["title"][1], "title"),
+        severity=sev,
+        when=_cond(ctx, m["when"][1]),
+        symptoms=_str(ctx, m["symptoms"][1], "symptoms"),
+        cause=_str(ctx, m["cause"][1], "cause"),
+        fix=_str(ctx, m["fix"][1], "fix"),
+        links=links,
+        tests=_tests(ctx, m["tests"][1]),
+        benign=benign,
+        tags=_str_list(ctx, m["tags"][1], "tags") if "tags" in m else [],
+        confidence=conf,
+        supersedes=_str_list(ctx, m["supersedes"][1], "supersedes") if "supersedes" in m else [],
+        translations=translations,
+        path=path,
+    )
+
+
+def load_kb(directory: str | os.PathLike | None = None) -> KnowledgeBase:
+    """Load every ``*.yaml`` entry; broken entries become errors, the rest load."""
+    d = Path(directory) if directory else Path(os.environ.get("GPU_DOCTOR_KB", KB_DIR))
+    entries: list[Entry] = []
+    errors: list[KBError] = []
+    if not d.is_dir():
+        return KnowledgeBase([], [KBError(str(d), 1, 1, "knowledge base directory not found")], str(d))
+    seen: dict[str, str] = {}
+    for p in sorted(d.glob("*.yaml")) + sorted(d.glob("*.yml")):
+        rel = _rel(p)
+        try:
+            if p.stat().st_size > MAX_ENTRY_BYTES:
+                raise KBError(rel, 1, 1, f"entry larger than {MAX_ENTRY_BYTES // 1024} KiB")
+            raw = p.read_bytes()
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise KBError(rel, 1, 1, f"not valid UTF-8 (byte {exc.start})") from None
+            entry = parse_entry(text, rel, expected_id=p.stem)
+            if entry.id in seen:
+                raise KBError(rel, 1, 1, f"duplicate id {entry.id!r} (also in {seen[entry.id]})")
+            seen[entry.id] = rel
+            entries.append(entry)
+        except KBError as exc:
+            errors.append(exc)
+        except OSError as exc:
+            errors.append(KBError(rel, 1, 1, f"cannot read: {exc.strerror or exc}"))
+    ids = {e.id for e in entries}
+    for e in entries:
+        for s in e.supersedes:
+            if s not in ids and s not in {x.path for x in errors}:
+                # a reference to an entry that does not exist is a mistake, but not fatal for the entry
+                errors.append(KBError(e.path, 1, 1, f"supersedes unknown id {s!r}"))
+    return KnowledgeBase(entries, errors, str(d))
+
+
+def _rel(p: Path) -> str:
+    try:
+        return str(p.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)
+
+
+# --------------------------------------------------------------------------------------------------
+# JSON Schema for editors
+
+
+def json_schema() -> dict[str, Any]:
+    fact_names = sorted(factcat.CATALOGUE)
+    fact_cond = {
+        "type": "object",
+        "required": ["fact"],
+        "properties": {"fact": {"anyOf": [{"enum": fact_names}, {"type": "string", "pattern": r"^env\.[A-Za-z_][A-Za-z0-9_]*$"}]},
+                       **{op: {} for op in FACT_OPS}},
+        "additionalProperties": False,
+        "minProperties": 2, "maxProperties": 2,
+    }
+    cond_ref = {"$ref": "#/$defs/condition"}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://gpu-doctor.invalid/kb-entry.schema.json",
+        "title": "GPU doctor knowledge-base entry",
+        "type": "object",
+        "required": list(TOP_REQUIRED),
+        "additionalProperties": False,
+        "properties": {
+            "id": {"type": "string", "pattern": ID_RE.pattern},
+            "title": {"type": "string", "minLength": 1},
+            "severity": {"enum": list(SEVERITIES)},
+            "benign": {"type": "boolean"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "confidence": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+            "supersedes": {"type": "array", "items": {"type": "string", "pattern": ID_RE.pattern}},
+            "when": cond_ref,
+            "symptoms": {"type": "string", "minLength": 1},
+            "cause": {"type": "string", "minLength": 1},
+            "fix": {"type": "string", "minLength": 1},
+            "links": {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": r"^https?://\S+$"}},
+            "translations": {"type": "object", "additionalProperties": {
+                "type": "object", "additionalProperties": False,
+                "properties": {k: {"type": "string"} for k in TRANSLATION_KEYS}}},
+            "tests": {"type": "array", "minItems": 2, "items": {
+                "type": "object", "required": ["name", "expect"], "additionalProperties": False,
+                "properties": {"name": {"type": "string"}, "expect": {"enum": ["fire", "silent"]},
+                               "facts": {"type": "object"}, "logs": {"type": "string"}}}},
+        },
+        "$defs": {
+            "condition": {"oneOf": [
+                {"type": "object", "required": ["all"], "additionalProperties": False,
+                 "properties": {"all": {"type": "array", "minItems": 1, "items": cond_ref}}},
+                {"type": "object", "required": ["any"], "additionalProperties": False,
+                 "properties": {"any": {"type": "array", "minItems": 1, "items": cond_ref}}},
+                {"type": "object", "required": ["not"], "additionalProperties": False,
+                 "properties": {"not": cond_ref}},
+                {"type": "object", "required": ["log"], "additionalProperties": False,
+                 "properties": {"log": {"type": "string", "minLength": 1, "maxLength": MAX_PATTERN_LEN}}},
+                fact_cond,
+            ]},
+        },
+    }

@@ -1,0 +1,268 @@
+"""Ranks likely causes from facts and log text, with evidence.
+
+Three-valued logic: a condition over an absent fact is UNKNOWN, never false.  An entry fires when its
+condition is TRUE; an entry left UNKNOWN because of a fact that a failed probe should have provided is
+reported as "not ruled out".
+
+Log text is scanned once for all patterns of the knowledge base with an RE2 set (one linear DFA pass), then
+only the patterns that matched are searched again to cut out the evidence lines.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import re2
+
+from .kb import SEVERITY_RANK, Cond, Entry, KnowledgeBase, parse_version
+
+TRUE, FALSE, UNKNOWN = 1, 0, -1
+MAX_EVIDENCE_PER_PATTERN = 3
+MAX_EXCERPT = 400
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+@dataclass
+class Hit:
+    source: str
+    line: int
+    excerpt: str
+
+
+@dataclass
+class Outcome:
+    value: int
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    unknown: set[str] = field(default_factory=set)
+
+
+def clean_log(text: str) -> str:
+    """Normalise pasted text: drop ANSI colour codes, NULs and carriage-return progress redraws."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def _excerpt(text: str, start: int, end: int) -> tuple[int, str]:
+    ls = text.rfind("\n", 0, start) + 1
+    le = text.find("\n", end)
+    if le == -1:
+        le = len(text)
+    line = text[ls:le]
+    if len(line) > MAX_EXCERPT:
+        # keep the match visible in a very long line
+        rel = start - ls
+        a = max(0, rel - MAX_EXCERPT // 4)
+        line = ("…" if a else "") + line[a:a + MAX_EXCERPT] + "…"
+    return text.count("\n", 0, start) + 1, line.strip()
+
+
+class LogScan:
+    """Which patterns occur in which logs, with evidence lines."""
+
+    def __init__(self, patterns: Iterable[str]):
+        self.patterns = list(dict.fromkeys(patterns))
+        self.index = {p: i for i, p in enumerate(self.patterns)}
+        self.compiled = [re2.compile("(?m)" + p) for p in self.patterns]
+        self._set = None
+        if self.patterns:
+            opts = re2.Options()
+            opts.max_mem = 256 << 20
+            s = re2.Set.SearchSet(opts)
+            for p in self.patterns:
+                s.Add("(?m)" + p)
+            s.Compile()
+            self._set = s
+
+    def scan(self, logs: list[tuple[str, str]]) -> dict[str, list[Hit]]:
+        hits: dict[str, list[Hit]] = {}
+        if not self.patterns:
+            return hits
+        for name, text in logs:
+            if not text:
+                continue
+            matched = self._candidates(text)
+            for i in matched:
+                p = self.patterns[i]
+                n = 0
+                for m in self.compiled[i].finditer(text):
+                    if m.end() == m.start() and not p:
+                        break
+                    line, ex = _excerpt(text, m.start(), m.end())
+                    hits.setdefault(p, []).append(Hit(name, line, ex))
+                    n += 1
+                    if n >= MAX_EVIDENCE_PER_PATTERN:
+                        break
+        return hits
+
+    def _candidates(self, text: str) -> list[int]:
+        try:
+            res = self._set.Match(text)  # type: ignore[union-attr]
+            if res is not None:
+                return sorted(res)
+        except Exception:
+            pass
+        # the set ran out of DFA memory: fall back to one linear pass per pattern
+        return [i for i, c in enumerate(self.compiled) if c.search(text)]
+
+
+def _fact_evidence(name: str, value: Any, sources: dict[str, str]) -> dict[str, Any]:
+    shown = value if not isinstance(value, list) else ", ".join(map(str, value)) or "(none)"
+    return {"source": sources.get(name, "facts"), "excerpt": f"{name} = {shown}", "kind": "fact", "fact": name}
+
+
+def _compare(c: Cond, v: Any) -> bool:
+    op, want = c.op, c.value
+    if op == "eq":
+        return v == want
+    if op == "ne":
+        return v != want
+    if op == "in":
+        return v in want
+    if op == "not_in":
+        return v not in want
+    if op == "contains":
+        return isinstance(v, list) and want in v
+    if op == "contains_any":
+        return isinstance(v, list) and any(x in v for x in want)
+    if op == "matches":
+        if isinstance(v, list):
+            return any(isinstance(x, str) and c.compiled.search(x) for x in v)
+        return isinstance(v, str) and bool(c.compiled.search(v))
+    if op in ("lt", "le", "gt", "ge"):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError
+        return {"lt": v < want, "le": v <= want, "gt": v > want, "ge": v >= want}[op]
+    if op.startswith("version_"):
+        a, b = parse_version(str(v)), parse_version(str(want))
+        if a is None or b is None:
+            raise TypeError
+        n = max(len(a), len(b))
+        a, b = a + (0,) * (n - len(a)), b + (0,) * (n - len(b))
+        return {"version_lt": a < b, "version_le": a <= b, "version_gt": a > b, "version_ge": a >= b}[op]
+    raise TypeError(op)
+
+
+def evaluate(c: Cond, facts: dict[str, Any], hits: dict[str, list[Hit]], sources: dict[str, str]) -> Outcome:
+    if c.kind == "fact":
+        if c.fact not in facts or facts[c.fact] is None:
+            return Outcome(UNKNOWN, unknown={c.fact})
+        try:
+            ok = _compare(c, facts[c.fact])
+        except TypeError:
+            return Outcome(UNKNOWN, unknown={c.fact})
+        return Outcome(TRUE, [_fact_evidence(c.fact, facts[c.fact], sources)]) if ok else Outcome(FALSE)
+    if c.kind == "log":
+        hs = hits.get(c.pattern)
+        if not hs:
+            return Outcome(FALSE)
+        return Outcome(TRUE, [{"source": h.source, "excerpt": h.excerpt, "line": h.line, "kind": "log"} for h in hs])
+    if c.kind == "not":
+        inner = evaluate(c.children[0], facts, hits, sources)
+        if inner.value == UNKNOWN:
+            return Outcome(UNKNOWN, unknown=inner.unknown)
+        return Outcome(FALSE if inner.value == TRUE else TRUE)
+    outs = [evaluate(ch, facts, hits, sources) for ch in c.children]
+    unknown = set().union(*(o.unknown for o in outs)) if outs else set()
+    if c.kind == "all":
+        if any(o.value == FALSE for o in outs):
+            return Outcome(FALSE)
+        if any(o.value == UNKNOWN for o in outs):
+            return Outcome(UNKNOWN, unknown=unknown)
+        return Outcome(TRUE, [e for o in outs for e in o.evidence])
+    # any
+    trues = [o for o in outs if o.value == TRUE]
+    if trues:
+        return Outcome(TRUE, [e for o in trues for e in o.evidence])
+    if any(o.value == UNKNOWN for o in outs):
+        return Outcome(UNKNOWN, unknown=unknown)
+    return Outcome(FALSE)
+
+
+def _dedupe(evidence: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen, out = set(), []
+    for e in evidence:
+        key = (e.get("source"), e.get("excerpt"))
+        if key not in seen:
+            seen.add(key)
+            out.append(e)
+    return out
+
+
+class Matcher:
+    def __init__(self, kb: KnowledgeBase):
+        self.kb = kb
+        self.scan = LogScan(p for e in kb.entries for p in e.when.log_patterns())
+
+    def match(self, facts: dict[str, Any] | None = None, logs: list[tuple[str, str]] | None = None,
+              unknown_facts: Iterable[str] = (), fact_sources: dict[str, str] | None = None) -> dict[str, Any]:
+        facts = dict(facts or {})
+        logs = [(n, clean_log(t)) for n, t in (logs or [])]
+        hits = self.scan.scan(logs)
+        return rank(self.kb.entries, facts, hits, set(unknown_facts), fact_sources or {})
+
+
+def rank(entries: list[Entry], facts: dict[str, Any], hits: dict[str, list[Hit]], unknown_facts: set[str],
+         sources: dict[str, str]) -> dict[str, Any]:
+    fired: dict[str, dict[str, Any]] = {}
+    not_ruled_out: list[dict[str, Any]] = []
+    for e in entries:
+        out = evaluate(e.when, facts, hits, sources)
+        if out.value == TRUE:
+            ev = _dedupe(out.evidence)
+            kinds = {x.get("kind") for x in ev}
+            conf = e.confidence + (0.05 if {"log", "fact"} <= kinds else 0.0)
+            fired[e.id] = diagnosis_dict(e, min(conf, 0.99), ev)
+        elif out.value == UNKNOWN and out.unknown & unknown_facts:
+            missing = sorted(out.unknown & unknown_facts)
+            not_ruled_out.append({"id": e.id, "title": e.title, "severity": e.severity,
+                                  "reason": "could not be checked: " + ", ".join(missing) + " unknown (a probe failed)"})
+    by_id = {e.id: e for e in entries}
+    for eid, d in fired.items():
+        for s in by_id[eid].supersedes:
+            if s in fired and s != eid:
+                fired[s]["consequence_of"].append(eid)
+    for d in fired.values():
+        if d["consequence_of"] and not d["benign"]:
+            d["confidence"] = round(d["confidence"] * 0.5, 3)
+    ranked = sorted(fired.values(), key=lambda d: (d["benign"], -d["confidence"], SEVERITY_RANK[d["severity"]], d["id"]))
+    for i, d in enumerate(ranked, 1):
+        d["rank"] = i
+    return {"diagnoses": ranked, "not_ruled_out": not_ruled_out}
+
+
+def diagnosis_dict(e: Entry, confidence: float, evidence: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "id": e.id, "title": e.title, "severity": "info" if e.benign else e.severity,
+        "confidence": round(confidence, 3), "benign": e.benign, "evidence": evidence,
+        "fix": e.fix, "symptoms": e.symptoms, "cause": e.cause, "links": list(e.links), "tags": list(e.tags),
+        "consequence_of": [],
+    }
+
+
+def evaluate_entry(entry: Entry, facts: dict[str, Any], logs: str) -> Outcome:
+    """Evaluate one entry alone (used by ``kb test`` and the KB editor)."""
+    scan = LogScan(entry.when.log_patterns())
+    hits = scan.scan([("log", clean_log(logs))]) if logs else {}
+    return evaluate(entry.when, facts, hits, {})
+
+
+def run_entry_tests(kb: KnowledgeBase, only: str | None = None) -> list[dict[str, Any]]:
+    """Run every entry's own cases; returns one row per case with expected/got."""
+    rx = re.compile(only) if only else None
+    rows = []
+    for e in kb.entries:
+        if rx and not rx.search(e.id):
+            continue
+        for t in e.tests:
+            out = evaluate_entry(e, t.facts, t.logs)
+            got = "fire" if out.value == TRUE else "silent"
+            rows.append({"id": e.id, "case": t.name, "path": e.path, "line": t.line, "expect": t.expect,
+                         "got": got, "ok": got == t.expect,
+                         "unknown": sorted(out.unknown) if out.value == UNKNOWN else []})
+    return rows

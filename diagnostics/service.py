@@ -1,0 +1,186 @@
+"""The one service layer the CLI and the web pages share.
+
+Nothing here imports torch: GPU work happens in child processes started by the probes and the generation.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import socket
+import threading
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from . import __version__
+from . import facts as factcat
+from .kb import KnowledgeBase, load_kb
+from .matcher import Matcher
+
+MAX_TEXT_BYTES = 64 * 1024 * 1024  # what one pasted log or dump may hold before it is cut
+
+_kb_lock = threading.Lock()
+_kb_cache: dict[str, tuple[tuple, KnowledgeBase, Matcher]] = {}
+
+
+def _kb_dir(directory: str | None) -> Path:
+    from .kb import KB_DIR
+
+    return Path(directory or os.environ.get("GPU_DOCTOR_KB") or KB_DIR)
+
+
+def _kb_stamp(d: Path) -> tuple:
+    try:
+        return tuple(sorted((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in d.glob("*.y*ml")))
+    except OSError:
+        return ()
+
+
+def get_kb(directory: str | None = None) -> tuple[KnowledgeBase, Matcher]:
+    """The knowledge base and its compiled matcher, reloaded when an entry file changes."""
+    d = _kb_dir(directory)
+    stamp = _kb_stamp(d)
+    with _kb_lock:
+        cached = _kb_cache.get(str(d))
+        if cached and cached[0] == stamp:
+            return cached[1], cached[2]
+        kb = load_kb(d)
+        m = Matcher(kb)
+        _kb_cache[str(d)] = (stamp, kb, m)
+        return kb, m
+
+
+def read_text_file(path: str, limit: int = MAX_TEXT_BYTES) -> tuple[str, list[str]]:
+    """Read a user-supplied log or dump: any bytes, any size; returns text and notes about what was done."""
+    notes: list[str] = []
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        data = data[:limit]
+        notes.append(f"{os.path.basename(path)}: larger than {limit // (1024 * 1024)} MiB; only the first part was read")
+    return decode_text(data, os.path.basename(path), notes), notes
+
+
+def decode_text(data: bytes, name: str = "input", notes: list[str] | None = None) -> str:
+    text = data.decode("utf-8", errors="replace")
+    if notes is not None:
+        bad = text.count("\ufffd")
+        if bad > 0:
+            notes.append(f"{name}: {bad} byte(s) were not valid UTF-8 and were replaced")
+        if data[:4096].count(b"\x00") > 16:
+            notes.append(f"{name}: looks like a binary file; only its readable text was matched")
+    return text
+
+
+def parse_dumps(dumps: Iterable[tuple[str, str]], kind: str = "auto") -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Parse pasted dumps; return merged facts (first dump wins on conflicts) and per-dump results."""
+    from . import parsers
+
+    merged: dict[str, Any] = {}
+    results = []
+    for name, text in dumps:
+        res = parsers.parse(text, kind)
+        good, problems = factcat.clean_facts(res.facts)
+        for k, v in good.items():
+            merged.setdefault(k, v)
+        d = res.to_dict()
+        d["facts"] = good
+        d["notes"] = list(d["notes"]) + [f"parser produced a bad fact: {p}" for p in problems]
+        d["name"] = name
+        results.append(d)
+    return merged, results
+
+
+def diagnose_text(logs: Iterable[tuple[str, str]] = (), dumps: Iterable[tuple[str, str]] = (),
+                  facts: dict[str, Any] | None = None, kb_dir: str | None = None,
+                  detect_dumps_in_logs: bool = True) -> dict[str, Any]:
+    """Diagnose from text alone: error logs, dumps (parsed for facts) and/or facts.
+
+    Logs that turn out to be a known tool's output (a pasted rocminfo, say) are parsed for facts too.
+    Given facts win over facts parsed from dumps.
+    """
+    from . import parsers
+
+    logs = list(logs)
+    dumps = list(dumps)
+    if detect_dumps_in_logs:
+        for name, text in logs:
+            if parsers.detect_kind(text[:200_000]):
+                dumps.append((name, text))
+    dump_facts, parsed = parse_dumps(dumps)
+    all_facts = dict(dump_facts)
+    given, problems = factcat.clean_facts(dict(facts or {}))
+    all_facts.update(given)
+    kb, matcher = get_kb(kb_dir)
+    texts = logs + [(n, t) for n, t in dumps if (n, t) not in logs]
+    sources = {k: "dump" for k in dump_facts}
+    sources.update({k: "facts" for k in given})
+    result = matcher.match(all_facts, texts, fact_sources=sources)
+    result["facts"] = all_facts
+    result["parsed"] = parsed
+    result["notes"] = [f"ignored fact: {p}" for p in problems]
+    result["kb_version"] = kb.version
+    result["kb_errors"] = [str(e) for e in kb.errors]
+    return result
+
+
+def new_report(source: str) -> dict[str, Any]:
+    return {
+        "session_id": str(uuid.uuid4()),
+        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "host": socket.gethostname(),
+        "tool_version": __version__,
+        "source": source,
+        "facts": {},
+        "probes": [],
+        "diagnoses": [],
+        "not_ruled_out": [],
+        "generation": None,
+        "logs": [],
+    }
+
+
+def rediagnose(report: dict[str, Any], kb_dir: str | None = None) -> dict[str, Any]:
+    """A copy of *report* with diagnoses from today's knowledge base (facts and logs are kept as they were)."""
+    out = dict(report)
+    kb, matcher = get_kb(kb_dir)
+    unknown = unknown_from_probes(out.get("probes") or [])
+    logs = [(lg.get("name", "log"), lg.get("text", "")) for lg in out.get("logs") or []]
+    logs += probe_logs(out.get("probes") or [])
+    facts, _ = factcat.clean_facts(dict(out.get("facts") or {}))
+    res = matcher.match(facts, logs, unknown_facts=unknown, fact_sources=fact_sources(out.get("probes") or []))
+    out["diagnoses"] = res["diagnoses"]
+    out["not_ruled_out"] = res["not_ruled_out"]
+    out["kb_version"] = kb.version
+    out["rediagnosed_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return out
+
+
+def unknown_from_probes(probes: list[dict[str, Any]]) -> set[str]:
+    """Facts that probes which crashed or timed out were supposed to establish but did not."""
+    unknown: set[str] = set()
+    for p in probes:
+        if p.get("status") in ("crashed", "timeout"):
+            have = set((p.get("facts") or {}).keys())
+            unknown.update(set(p.get("provides") or []) - have)
+    return unknown
+
+
+def probe_logs(probes: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The raw text probes captured (tool errors, stderr of a crashed child) is matched like a pasted log."""
+    out = []
+    for p in probes:
+        for lg in p.get("logs") or []:
+            out.append((f"probe:{p.get('id')}:{lg.get('name', 'output')}", lg.get("text", "")))
+    return out
+
+
+def fact_sources(probes: list[dict[str, Any]]) -> dict[str, str]:
+    src: dict[str, str] = {}
+    for p in probes:
+        for k in (p.get("facts") or {}):
+            src.setdefault(k, f"probe:{p.get('id')}")
+    return src
+
+
+ProgressFn = Callable[[dict[str, Any]], None]
