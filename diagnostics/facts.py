@@ -72,6 +72,7 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "gpu.count": ("int", "GPUs visible to the compute stack"),
     "gpu.names": ("list[str]", "marketing names, in enumeration order"),
     "gpu.gfx_targets": ("list[str]", "gfx targets like 'gfx1100', 'gfx90a', in enumeration order"),
+    "gpu.native_gfx_targets": ("list[str]", "gfx targets from KFD topology sysfs (gfx_target_version), before any HSA_OVERRIDE_GFX_VERSION"),
     "gpu.isa_names": ("list[str]", "full ISA names with features, e.g. 'amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-'"),
     "gpu.xnack_enabled": ("bool", "XNACK is enabled on at least one GPU (xnack+)"),
     "gpu.integrated_count": ("int", "integrated GPUs (APUs) among the visible GPUs"),
