@@ -1,0 +1,361 @@
+"""The test generation: prove the stack can run a model, and catch CPU fallback and out-of-memory on load.
+
+The doctor never imports torch or transformers itself.  ``run_generation`` starts ``child.py`` (a
+self-contained script: stdlib + torch + transformers) with the *target* interpreter through
+``diagnostics.runner.run_child``; the child reports progress, facts and results as ``@@DIAG {json}`` lines,
+so whatever it established survives a crash, a kill by the OOM killer or a timeout.
+
+Public API (used by the service, the CLI and the UI):
+  run_generation(python, model, device, max_new_tokens, timeout, compare_cpu, progress) -> dict
+  register_cli(subparsers)  adds ``generate`` as in shared/CONTRACT.md
+This module imports nothing from outside the standard library at import time (platformdirs lazily).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Callable
+
+from .. import facts as factcat
+from ..runner import ChildResult, parse_record, run_child
+
+CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
+CONTRACT_KEYS = ("device", "model", "new_tokens", "tokens_per_s", "load_s", "ttft_s", "peak_rss_bytes",
+                 "peak_gpu_bytes", "text")
+# a GPU run slower than this fraction of the CPU run on the same model is a finding (see the KB entry
+# gpu-generation-slower-than-cpu); 1.0 means "slower than the CPU at all"
+SLOWER_THAN_CPU_RATIO = 1.0
+LOG_TAIL_CHARS = 20_000
+GIB = 1024 ** 3
+
+ProgressFn = Callable[[str], None]
+
+
+def default_cache_dir() -> str:
+    """GPU_DOCTOR_CACHE_DIR, else platformdirs' user cache dir for "gpu-doctor", else ~/.cache/gpu-doctor."""
+    env = os.environ.get("GPU_DOCTOR_CACHE_DIR")
+    if env:
+        return env
+    try:
+        from platformdirs import user_cache_dir
+        return user_cache_dir("gpu-doctor")
+    except ImportError:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return os.path.join(base, "gpu-doctor")
+
+
+def child_argv(python: str, model: str | None, device: str, max_new_tokens: int, compare_cpu: bool,
+               cache_dir: str, dtype: str = "auto", device_map: str | None = None,
+               force_load: bool = False, build_only: bool = False) -> list[str]:
+    argv = [python, CHILD, "--device", device, "--max-new-tokens", str(int(max_new_tokens)),
+            "--cache-dir", cache_dir, "--dtype", dtype]
+    if model:
+        argv += ["--model", model]
+    if not compare_cpu:
+        argv.append("--no-compare-cpu")
+    if device_map:
+        argv += ["--device-map", device_map]
+    if force_load:
+        argv.append("--force-load")
+    if build_only:
+        argv.append("--build-only")
+    return argv
+
+
+def _progress_text(rec: dict[str, Any]) -> str:
+    stage = str(rec.get("progress"))
+    extra = {k: v for k, v in rec.items() if k != "progress"}
+    if stage == "generating" and "tokens" in extra:
+        return f"generating ({extra['tokens']} tokens)"
+    if extra:
+        return stage + " (" + ", ".join(f"{k}={v}" for k, v in extra.items()) + ")"
+    return stage
+
+
+def run_generation(python: str = sys.executable, model: str | None = None, device: str = "auto",
+                   max_new_tokens: int = 32, timeout: float = 600, compare_cpu: bool = True,
+                   progress: ProgressFn | None = None, *, dtype: str = "auto", device_map: str | None = None,
+                   force_load: bool = False, cache_dir: str | None = None,
+                   env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run the test generation in a child process of *python*; never raises for the child's failures.
+
+    Returns the CONTRACT ``generate`` keys plus status, error, estimate, facts, evidence, log, ...
+    *env* adds variables to the child's environment (e.g. GPU_DOCTOR_GPU_MEMORY_FRACTION=0.01 caps the
+    child's GPU memory through torch.cuda.set_per_process_memory_fraction, to provoke an OOM for real).
+    """
+    if device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"device must be auto, cpu or cuda, not {device!r}")
+    cache_dir = cache_dir or default_cache_dir()
+    argv = child_argv(python, model, device, max_new_tokens, compare_cpu, cache_dir, dtype, device_map,
+                      force_load)
+    child_env = dict(os.environ)
+    child_env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1",
+                      "PYTHONIOENCODING": "utf-8"})
+    child_env.update(env or {})
+    records: list[dict[str, Any]] = []
+
+    def on_line(stream: str, line: str) -> None:
+        if stream != "stdout":
+            return
+        rec = parse_record(line)
+        if rec is None:
+            return
+        records.append(rec)
+        if progress is not None and "progress" in rec:
+            progress(_progress_text(rec))
+
+    if progress is not None:
+        progress("starting the generation child")
+    res = run_child(argv, timeout=timeout, env=child_env, on_line=on_line)
+    if not records and res.stdout:            # the callback is the main path; the captured text is the backup
+        records = [r for r in (parse_record(ln) for ln in res.stdout.splitlines()) if r is not None]
+    return assemble(records, res, requested_device=device, model=model, timeout=timeout)
+
+
+def assemble(records: list[dict[str, Any]], res: ChildResult, *, requested_device: str = "auto",
+             model: str | None = None, timeout: float | None = None) -> dict[str, Any]:
+    """Turn the child's protocol records and its fate (exit, signal, timeout) into the generation report."""
+    facts: dict[str, Any] = {}
+    evidence: list[dict[str, str]] = []
+    notes: list[str] = []
+    result: dict[str, Any] | None = None
+    partial: dict[str, Any] = {}
+    error: str | None = None
+    error_kind: str | None = None
+    stages: list[str] = []
+    for rec in records:
+        if "fact" in rec and "value" in rec:
+            facts[str(rec["fact"])] = rec["value"]
+        if isinstance(rec.get("evidence"), dict):
+            evidence.append({"source": str(rec["evidence"].get("source", "generation")),
+                             "excerpt": str(rec["evidence"].get("excerpt", ""))})
+        if "note" in rec:
+            notes.append(str(rec["note"]))
+        if "progress" in rec:
+            stages.append(str(rec["progress"]))
+        if isinstance(rec.get("partial"), dict):
+            partial.update(rec["partial"])
+        if isinstance(rec.get("result"), dict):
+            result = rec["result"]
+        if "error" in rec:
+            error, error_kind = str(rec["error"]), str(rec.get("kind") or "error")
+
+    out: dict[str, Any] = {k: None for k in CONTRACT_KEYS}
+    out["model"] = model or "builtin:tiny"
+    out.update(partial)
+    if result:
+        out.update(result)
+    out["requested_device"] = requested_device
+    last_stage = stages[-1] if stages else None
+    out["last_stage"] = last_stage
+    out["duration_s"] = round(res.duration_s, 3)
+    out["child"] = {"argv": res.argv, "returncode": res.returncode, "signal": res.signal,
+                    "timed_out": res.timed_out, "status": res.status}
+    stderr_tail = res.stderr[-LOG_TAIL_CHARS:] if res.stderr else ""
+
+    if result is not None and result.get("status") == "ok":
+        status = "ok"
+    elif res.timed_out:
+        status = "timeout"
+        error = f"the generation did not finish within {timeout:g} s (last stage: {last_stage or 'starting'}); stopped"
+        error_kind = "timeout"
+        evidence.append({"source": "generation", "excerpt": error})
+    elif res.start_error:
+        status = "fail"
+        error, error_kind = res.start_error, "start-failed"
+    elif res.signal:
+        status = "crashed"
+        tail = "\n".join(res.stderr.rstrip().splitlines()[-15:])
+        if res.signal == "SIGKILL":
+            # nobody here sent it (a timeout is reported above): on Linux that is almost always the OOM killer
+            facts["gen.oom"] = "host"
+            error_kind = "oom-host"
+            error = (f"the generation process was killed by SIGKILL during '{last_stage or 'start'}': most "
+                     "likely the kernel's out-of-memory killer (check `dmesg | grep -i 'killed process'`)")
+        else:
+            error_kind = "crashed"
+            error = f"the generation process crashed with {res.signal} during '{last_stage or 'start'}'"
+        evidence.append({"source": "generation", "excerpt": error + ("\n" + tail if tail else "")})
+    else:
+        status = "fail"
+        if error is None:
+            tail = "\n".join(res.stderr.rstrip().splitlines()[-15:])
+            error = f"the generation child exited with status {res.returncode} without a result"
+            if tail:
+                error += ": " + tail.splitlines()[-1]
+            error_kind = "error"
+            evidence.append({"source": "generation", "excerpt": tail or error})
+        if error_kind in ("oom-gpu", "oom-host", "too-large") and not any(
+                e["excerpt"] == error for e in evidence):
+            evidence.append({"source": "generation", "excerpt": error})
+
+    facts.setdefault("gen.requested_device", requested_device)
+    facts["gen.ran"] = status == "ok"
+    if error:
+        facts["gen.error"] = error
+        facts["gen.error_kind"] = error_kind or "error"
+    if error_kind in ("oom-gpu", "oom-host"):
+        facts["gen.oom"] = error_kind.split("-", 1)[1]
+
+    warnings: list[str] = []
+    if status == "ok":
+        if facts.get("gen.offloaded"):
+            warnings.append("the model is split between the GPU and the CPU/disk (offloaded): generation is slow")
+        ratio = out.get("gpu_vs_cpu_ratio")
+        if isinstance(ratio, (int, float)) and ratio < SLOWER_THAN_CPU_RATIO:
+            warnings.append(f"the GPU generated {ratio:.2f}x as fast as the CPU on the same model")
+        if out.get("target_device") == "cuda" and facts.get("gen.device") == "cpu":
+            warnings.append("a GPU was requested but the model ran on the CPU")
+        if facts.get("gen.estimate_exceeds_vram") or facts.get("gen.estimate_exceeds_host"):
+            warnings.append("the memory estimate exceeded the free memory, yet it was loaded (--force-load)")
+        if warnings:
+            status = "warn"
+    out["status"] = status
+    out["error"] = error
+    out["error_kind"] = error_kind
+    out["warnings"] = warnings
+    good, problems = factcat.clean_facts(facts)
+    out["facts"] = good
+    if problems:
+        notes.extend(f"dropped fact: {p}" for p in problems)
+    out["evidence"] = evidence
+    out["notes"] = notes
+    out["log"] = stderr_tail
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- text output
+
+
+def _b(n: Any) -> str:
+    if not isinstance(n, (int, float)):
+        return "n/a"
+    if n >= GIB:
+        return f"{n / GIB:.2f} GiB"
+    return f"{n / 1024 ** 2:.1f} MiB"
+
+
+def _f(x: Any, fmt: str = ".2f", unit: str = "") -> str:
+    return f"{x:{fmt}}{unit}" if isinstance(x, (int, float)) else "n/a"
+
+
+def render_text(g: dict[str, Any]) -> str:
+    glyph = {"ok": "[✓]", "warn": "[!]", "fail": "[✗]", "timeout": "[⏱]", "crashed": "[☠]"}.get(g["status"], "[?]")
+    lines = [f"{glyph} Test generation: {g['status']}  (model {g.get('model')}, requested {g.get('requested_device')}"
+             f", ran on {g.get('device') or 'n/a'}, dtype {g.get('dtype') or 'n/a'})"]
+    if g.get("error"):
+        lines.append(f"    error ({g.get('error_kind')}): {g['error']}")
+    if g.get("new_tokens") is not None:
+        lines.append(f"    {g['new_tokens']} new tokens at {_f(g.get('tokens_per_s'), '.1f')} tokens/s; "
+                     f"load {_f(g.get('load_s'), '.2f', ' s')}, time to first token {_f(g.get('ttft_s'), '.3f', ' s')}")
+    if g.get("cpu_tokens_per_s") is not None:
+        lines.append(f"    same model on the CPU: {_f(g['cpu_tokens_per_s'], '.1f')} tokens/s "
+                     f"(GPU/CPU = {_f(g.get('gpu_vs_cpu_ratio'), '.2f')}x)")
+    elif g.get("cpu_compare_skipped"):
+        lines.append(f"    CPU comparison skipped: {g['cpu_compare_skipped']}")
+    est = g.get("estimate")
+    if isinstance(est, dict):
+        lines.append(f"    estimate before loading: {_b(est.get('total_bytes'))} = weights {_b(est.get('weights_bytes'))}"
+                     f" ({est.get('params'):,} params x {est.get('dtype_bytes')} B) + KV cache "
+                     f"{_b(est.get('kv_cache_bytes'))} + activations {_b(est.get('activations_bytes'))} + runtime "
+                     f"{_b(est.get('runtime_bytes'))}")
+        free = []
+        if g.get("gpu_free_bytes") is not None:
+            free.append(f"GPU free {_b(g['gpu_free_bytes'])} of {_b(g.get('gpu_total_bytes'))}")
+        if g.get("host_available_bytes") is not None:
+            free.append(f"host available {_b(g['host_available_bytes'])}")
+        if free:
+            lines.append("    " + ", ".join(free))
+    if g.get("peak_rss_bytes") is not None or g.get("peak_gpu_bytes") is not None:
+        lines.append(f"    measured peak: host RSS {_b(g.get('peak_rss_bytes'))}, GPU allocated {_b(g.get('peak_gpu_bytes'))}")
+    pd = g.get("param_devices")
+    if isinstance(pd, dict) and pd:
+        counts: dict[str, int] = {}
+        for d in pd.values():
+            counts[d] = counts.get(d, 0) + 1
+        lines.append("    parameters by device: " + ", ".join(f"{d}: {n}" for d, n in sorted(counts.items())))
+    for w in g.get("warnings") or []:
+        lines.append(f"    [!] {w}")
+    if g.get("text"):
+        t = g["text"].replace("\n", " ")
+        lines.append(f"    text: {t[:200]}{'…' if len(t) > 200 else ''}")
+    for n in g.get("notes") or []:
+        lines.append(f"    note: {n}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+
+
+def register_cli(subparsers: Any) -> None:
+    sp = subparsers.add_parser("generate", help="the test generation alone",
+                               description="Load a causal LM in a child process of the target interpreter, "
+                                           "generate, and report device, speed and memory.")
+    sp.add_argument("--model", default=None, metavar="PATH",
+                    help="local model directory or a model id already in the HF cache (never downloaded); "
+                         "default: the built-in tiny model; 'builtin:1b' builds a ~1B random model")
+    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    sp.add_argument("--max-new-tokens", type=int, default=32, metavar="N")
+    sp.add_argument("--python", default=sys.executable, metavar="PATH",
+                    help="interpreter whose torch is diagnosed (default: this one)")
+    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--timeout", type=float, default=600, metavar="S")
+    sp.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16", "bfloat16"])
+    sp.add_argument("--device-map", default=None, metavar="MAP",
+                    help="passed to from_pretrained, e.g. 'auto' (needs accelerate)")
+    sp.add_argument("--no-compare-cpu", dest="compare_cpu", action="store_false",
+                    help="skip the run of the same model on the CPU")
+    sp.add_argument("--force-load", action="store_true", help="load even when the estimate says it will not fit")
+    sp.add_argument("--no-diagnose", dest="diagnose", action="store_false",
+                    help="do not match the findings against the knowledge base")
+    sp.set_defaults(func=cmd_generate)
+
+
+def _diagnose(g: dict[str, Any]) -> dict[str, Any] | None:
+    try:
+        from ..service import diagnose_text
+    except ImportError:
+        return None
+    logs = [("generation", g.get("log") or "")] + [(e["source"], e["excerpt"]) for e in g.get("evidence") or []]
+    try:
+        return diagnose_text(logs=logs, dumps=[], facts=g.get("facts") or {})
+    except Exception as exc:  # noqa: BLE001 - the figures matter more than the matching
+        return {"diagnoses": [], "error": f"{type(exc).__name__}: {exc}"}
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    if args.max_new_tokens < 1:
+        print("error: --max-new-tokens must be at least 1", file=sys.stderr)
+        return 2
+    interactive = sys.stderr.isatty()
+
+    def show(msg: str) -> None:
+        sys.stderr.write(("\r\033[K" if interactive else "") + f"generate: {msg}" + ("" if interactive else "\n"))
+        sys.stderr.flush()
+
+    g = run_generation(python=args.python, model=args.model, device=args.device,
+                       max_new_tokens=args.max_new_tokens, timeout=args.timeout, compare_cpu=args.compare_cpu,
+                       progress=show, dtype=args.dtype, device_map=args.device_map, force_load=args.force_load)
+    if interactive:
+        sys.stderr.write("\r\033[K")
+    diag = _diagnose(g) if args.diagnose else None
+    if diag is not None:
+        g["diagnoses"] = diag.get("diagnoses", [])
+    if args.json:
+        sys.stdout.write(json.dumps(g, indent=2, ensure_ascii=False, default=str) + "\n")
+    else:
+        print(render_text(g))
+        if diag and diag.get("diagnoses"):
+            try:
+                from ..report import render_diagnoses
+                print("\nDiagnosis:")
+                print(render_diagnoses(diag["diagnoses"], diag.get("not_ruled_out")))
+            except ImportError:
+                pass
+    if g["status"] == "ok":
+        return 0
+    if g.get("error_kind") == "start-failed":
+        return 2
+    return 1

@@ -1,0 +1,787 @@
+"""The test generation, run as a script by the *target* interpreter (``python child.py ...``).
+
+This file must stay self-contained: standard library at import time; torch, transformers and tokenizers are
+imported inside the functions that need them, and nothing from the ``diagnostics`` package is imported,
+because the interpreter given by ``--python`` may have torch but none of the doctor's own dependencies.
+(The parent imports the pure helpers below, ``estimate_footprint`` and friends, for its own use and tests.)
+
+Protocol: every message to the parent is one line on stdout, ``@@DIAG `` followed by a JSON object:
+  {"progress": "loading", ...}            what it is doing now
+  {"fact": "gen.device", "value": "cuda"} a fact, sent as soon as it is established
+  {"evidence": {"source": ..., "excerpt": ...}}
+  {"error": "...", "kind": "oom-gpu"}     what stopped it
+  {"result": {...}}                        the final figures
+Everything is flushed at once, so whatever was sent survives a crash, a kill or a timeout of the child.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import resource
+import shutil
+import struct
+import sys
+import tempfile
+import time
+import traceback
+
+PREFIX = "@@DIAG "
+BUILTIN_VERSION = 1
+MARKER = "gpu-doctor-builtin.json"
+GIB = 1024 ** 3
+MIB = 1024 ** 2
+
+# ---------------------------------------------------------------------------------------------------------
+# protocol
+
+_out = sys.stdout
+
+
+def emit(obj: dict) -> None:
+    _out.write(PREFIX + json.dumps(obj, default=str) + "\n")
+    _out.flush()
+
+
+def progress(stage: str, **extra) -> None:
+    emit({"progress": stage, **extra})
+
+
+def fact(name: str, value) -> None:
+    emit({"fact": name, "value": value})
+
+
+def evidence(source: str, excerpt: str) -> None:
+    emit({"evidence": {"source": source, "excerpt": excerpt[-2000:]}})
+
+
+class Stop(Exception):
+    """A finding that ends the run: carries the error kind for the parent."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the built-in model: text, sizes, building, checking
+
+BUILTIN_TEXT = """\
+The doctor looks at the machine before it looks at the model. It asks which driver is loaded, which
+device nodes exist, which groups the running process holds, and which build of the framework was installed.
+A GPU that is present but unreachable is a different illness from a GPU that is absent, and both differ
+from a framework built for another vendor. The test generation is the last step: load a small causal
+language model, place it on the device, and ask it for a few tokens. If the tokens come back, the stack
+works end to end. If they come back slowly, the model may have been left on the processor, or split between
+the processor and the accelerator. If loading fails, the memory estimate made before loading tells whether
+the model could ever have fitted. Every number is measured in a child process, so that a crash of the
+runtime becomes a finding instead of a crash of the doctor. Kernels, drivers, firmware and libraries each
+carry a version; the versions must agree. Half precision halves the memory of the weights, and the cache of
+keys and values grows with every generated token. Random weights produce random text, and that is fine:
+the test is about the machine, not about the prose. 0 1 2 3 4 5 6 7 8 9 10 16 32 64 128 256 512 1024.
+"""
+
+# Llama-family configs.  "tiny" is the default test model (about 0.2 M parameters, fast anywhere);
+# "1b" is about 1.04 B parameters (TinyLlama-like shape) for acceptance runs on a real GPU.
+BUILTIN_SIZES = {
+    "tiny": dict(hidden_size=64, intermediate_size=176, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, max_position_embeddings=512),
+    "1b": dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22, num_attention_heads=32,
+               num_key_value_heads=4, max_position_embeddings=2048),
+}
+BUILTIN_VOCAB = 512
+
+
+def builtin_dir(cache_dir: str, size: str) -> str:
+    return os.path.join(cache_dir, "models", f"builtin-{size}-v{BUILTIN_VERSION}")
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def check_builtin(path: str) -> str | None:
+    """None when the cached built-in model at *path* is complete and intact, else the reason it is not."""
+    marker = os.path.join(path, MARKER)
+    if not os.path.isdir(path):
+        return "not built yet"
+    try:
+        with open(marker, encoding="utf-8") as f:
+            info = json.load(f)
+        files = info["files"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return f"marker file unreadable ({type(e).__name__})"
+    total = sum(int(v["size"]) for v in files.values())
+    for name, meta in files.items():
+        p = os.path.join(path, name)
+        try:
+            size = os.path.getsize(p)
+        except OSError:
+            return f"{name} is missing"
+        if size != int(meta["size"]):
+            return f"{name} has {size} bytes, expected {meta['size']}"
+        if total <= 256 * MIB and _sha256(p) != meta["sha256"]:
+            return f"{name} does not match its checksum"
+    return None
+
+
+def build_builtin(cache_dir: str, size: str, build_device: str = "cpu") -> str:
+    """Build the built-in tokenizer and random-weight LlamaForCausalLM into the cache; return its path."""
+    import torch
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    final = builtin_dir(cache_dir, size)
+    parent = os.path.dirname(final)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".build-{size}-", dir=parent)
+    try:
+        # a word-level tokenizer over the built-in text: random weights then give readable random words
+        tok = Tokenizer(models.WordLevel(unk_token="<unk>"))
+        tok.normalizer = normalizers.Lowercase()
+        tok.pre_tokenizer = pre_tokenizers.Whitespace()
+        trainer = trainers.WordLevelTrainer(vocab_size=BUILTIN_VOCAB, min_frequency=1, show_progress=False,
+                                            special_tokens=["<unk>", "<|endoftext|>", "<|pad|>"])
+        tok.train_from_iterator(BUILTIN_TEXT.splitlines(), trainer=trainer)
+        fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", eos_token="<|endoftext|>",
+                                       pad_token="<|pad|>", bos_token="<|endoftext|>")
+        fast.save_pretrained(tmp)
+
+        cfg = LlamaConfig(vocab_size=len(fast), tie_word_embeddings=False,
+                          bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,
+                          pad_token_id=fast.pad_token_id, **BUILTIN_SIZES[size])
+        dtype = torch.float32 if size == "tiny" else torch.bfloat16
+        torch.manual_seed(0)
+        with torch.device(build_device):
+            model = LlamaForCausalLM(cfg).to(dtype)
+        model.generation_config.pad_token_id = fast.pad_token_id
+        model.save_pretrained(tmp)
+        del model
+
+        files = {}
+        for name in sorted(os.listdir(tmp)):
+            p = os.path.join(tmp, name)
+            files[name] = {"size": os.path.getsize(p), "sha256": _sha256(p)}
+        with open(os.path.join(tmp, MARKER), "w", encoding="utf-8") as f:
+            json.dump({"size": size, "version": BUILTIN_VERSION, "files": files}, f, indent=1)
+        if os.path.isdir(final):
+            shutil.rmtree(final, ignore_errors=True)
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if check_builtin(final) is not None:       # nobody else finished it either
+                raise
+    finally:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+# ---------------------------------------------------------------------------------------------------------
+# estimate from the config, before loading (pure Python: the parent and the tests use it too)
+
+DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "float64": 8,
+               "float8_e4m3fn": 1, "float8_e5m2": 1, "int8": 1}
+SAFETENSORS_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
+                           "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
+# families whose config.json may omit tie_word_embeddings, with their class default
+TIE_DEFAULT = {"gemma": True, "gemma2": True, "gemma3_text": True, "gpt2": True, "opt": True}
+BIAS_QKV = {"qwen2", "qwen2_moe"}               # these add biases to q, k and v
+GPU_RUNTIME_RESERVE = 512 * MIB                 # CUDA/HIP context and allocator slack, not in torch's stats
+HOST_RUNTIME_RESERVE = 512 * MIB                 # the Python process with torch and transformers imported
+
+
+def _first(cfg: dict, *names, default=None):
+    for n in names:
+        if cfg.get(n) is not None:
+            return cfg[n]
+    return default
+
+
+def text_config(cfg: dict) -> dict:
+    """The language-model part of a config (multimodal configs nest it under text_config)."""
+    inner = cfg.get("text_config")
+    if isinstance(inner, dict) and inner.get("hidden_size"):
+        merged = dict(inner)
+        merged.setdefault("model_type", inner.get("model_type") or cfg.get("model_type"))
+        return merged
+    return cfg
+
+
+def params_from_config(cfg: dict) -> int:
+    """Parameter count of a decoder-only transformer from its config.json (Llama/Qwen/Mistral/Gemma shape;
+    GPT-2/OPT shape when there is no gated MLP).  Raises ValueError when the config lacks the sizes."""
+    c = text_config(cfg)
+    mt = str(c.get("model_type", ""))
+    H = _first(c, "hidden_size", "n_embd", "d_model")
+    L = _first(c, "num_hidden_layers", "n_layer", "num_layers")
+    V = _first(c, "vocab_size")
+    nH = _first(c, "num_attention_heads", "n_head")
+    if not all(isinstance(x, int) and x > 0 for x in (H, L, V, nH)):
+        raise ValueError("config lacks hidden_size / num_hidden_layers / vocab_size / num_attention_heads")
+    nKV = _first(c, "num_key_value_heads", default=nH)
+    hd = _first(c, "head_dim", default=H // nH)
+    tie = c.get("tie_word_embeddings", TIE_DEFAULT.get(mt, False))
+    gated = "intermediate_size" in c and mt not in ("gpt2", "opt", "gpt_neox", "phi")
+    I = _first(c, "intermediate_size", "n_inner", "ffn_dim", default=4 * H)
+
+    attn = H * nH * hd + 2 * H * nKV * hd + nH * hd * H
+    if mt in BIAS_QKV or c.get("attention_bias"):
+        attn += nH * hd + 2 * nKV * hd + (H if c.get("attention_bias") and mt not in BIAS_QKV else 0)
+    if mt in ("qwen3", "qwen3_moe"):
+        attn += 2 * hd                                    # q_norm and k_norm
+    experts = _first(c, "num_local_experts", "num_experts", default=0)
+    if experts:
+        moe_I = _first(c, "moe_intermediate_size", default=I)
+        mlp = experts * 3 * H * moe_I + experts * H        # experts plus the router
+        shared = _first(c, "shared_expert_intermediate_size", default=0)
+        if shared:
+            mlp += 3 * H * shared + H
+    elif gated:
+        mlp = 3 * H * I + (3 * I if c.get("mlp_bias") else 0)
+    else:
+        mlp = 2 * H * I + I + H                           # fc_in/fc_out with biases
+        attn += 4 * H if not (mt in BIAS_QKV or c.get("attention_bias")) else 0
+    norms = 2 * H
+    per_layer = attn + mlp + norms
+    total = V * H + L * per_layer + H
+    if not tie:
+        total += V * H
+    if mt in ("gpt2",):
+        total += _first(c, "n_positions", "max_position_embeddings", default=1024) * H
+    return int(total)
+
+
+def params_from_safetensors(model_dir: str) -> tuple[int, int] | None:
+    """(parameters, bytes) counted exactly from the safetensors headers, without reading any tensor."""
+    names = [n for n in os.listdir(model_dir) if n.endswith(".safetensors")]
+    if not names:
+        return None
+    count = nbytes = 0
+    for n in names:
+        with open(os.path.join(model_dir, n), "rb") as f:
+            raw = f.read(8)
+            if len(raw) != 8:
+                raise ValueError(f"{n}: truncated safetensors header")
+            (hlen,) = struct.unpack("<Q", raw)
+            if hlen > 100 * MIB:
+                raise ValueError(f"{n}: safetensors header length {hlen} is not plausible")
+            header = json.loads(f.read(hlen))
+        for key, t in header.items():
+            if key == "__metadata__":
+                continue
+            k = 1
+            for d in t["shape"]:
+                k *= d
+            count += k
+            nbytes += k * SAFETENSORS_DTYPE_BYTES.get(t["dtype"], 4)
+    return count, nbytes
+
+
+def kv_cache_bytes(cfg: dict, seq_len: int, dtype_bytes: int, batch: int = 1) -> int:
+    c = text_config(cfg)
+    H = _first(c, "hidden_size", "n_embd", "d_model")
+    L = _first(c, "num_hidden_layers", "n_layer", "num_layers")
+    nH = _first(c, "num_attention_heads", "n_head")
+    nKV = _first(c, "num_key_value_heads", default=nH)
+    hd = _first(c, "head_dim", default=H // nH)
+    return int(2 * L * nKV * hd * seq_len * batch * dtype_bytes)
+
+
+def estimate_footprint(cfg: dict, dtype: str, seq_len: int, device: str, params: int | None = None) -> dict:
+    """Memory needed to generate *seq_len* tokens (prompt + new) with the model on *device*.
+
+    weights = parameters x dtype bytes; kv_cache = 2 x layers x kv_heads x head_dim x seq_len x dtype bytes;
+    activations = logits for the prompt (vocab x seq_len x 4) plus 5 % of the weights for temporaries;
+    runtime = the GPU context (512 MiB) on a GPU, the Python process with torch (1 GiB) on the host.
+    """
+    b = DTYPE_BYTES[dtype]
+    n = params if params is not None else params_from_config(cfg)
+    c = text_config(cfg)
+    weights = n * b
+    kv = kv_cache_bytes(cfg, seq_len, b)
+    activations = int(_first(c, "vocab_size", default=0) * seq_len * 4 + 0.05 * weights)
+    runtime = GPU_RUNTIME_RESERVE if device == "cuda" else HOST_RUNTIME_RESERVE
+    return {"params": int(n), "dtype": dtype, "dtype_bytes": b, "seq_len": seq_len, "device": device,
+            "weights_bytes": int(weights), "kv_cache_bytes": kv, "activations_bytes": activations,
+            "runtime_bytes": runtime, "total_bytes": int(weights + kv + activations + runtime)}
+
+
+def host_available_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return None
+
+
+def peak_rss_bytes() -> int:
+    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(r if sys.platform == "darwin" else r * 1024)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# resolving the model
+
+
+def resolve_model(spec: str | None, cache_dir: str, build_device: str) -> tuple[str, str]:
+    """Return (directory, display name) of the model to run; build the built-in one when needed."""
+    if not spec or spec.startswith("builtin"):
+        size = (spec.split(":", 1)[1] if spec and ":" in spec else "tiny") or "tiny"
+        if size not in BUILTIN_SIZES:
+            raise Stop("model-not-found", f"unknown built-in size {size!r}; choose one of {sorted(BUILTIN_SIZES)}")
+        path = builtin_dir(cache_dir, size)
+        why = check_builtin(path)
+        if why is not None:
+            progress("building built-in model", size=size, reason=why)
+            t0 = time.perf_counter()
+            path = build_builtin(cache_dir, size, build_device)
+            fact_build = round(time.perf_counter() - t0, 3)
+            emit({"note": f"built the built-in {size} model in {fact_build} s ({why})"})
+        return path, f"builtin:{size}"
+    expanded = os.path.expanduser(spec)
+    if os.path.isdir(expanded):
+        return os.path.abspath(expanded), spec
+    if os.path.exists(expanded):
+        raise Stop("model-corrupt", f"{spec} is a file, not a model directory (config.json and weights)")
+    looks_like_path = spec.startswith((".", "/", "~")) or os.sep in spec and spec.count("/") != 1
+    if looks_like_path:
+        raise Stop("model-not-found", f"model directory {spec} does not exist")
+    # a Hugging Face model id: only ever from the local cache
+    try:
+        from huggingface_hub import snapshot_download
+        path = snapshot_download(spec, local_files_only=True)
+    except Exception as e:  # noqa: BLE001 - any failure means: not in the cache
+        raise Stop("model-not-found",
+                   f"{spec} is neither a local directory nor in the Hugging Face cache "
+                   f"(the doctor never downloads models): {type(e).__name__}: {e}") from None
+    return path, spec
+
+
+def read_config(model_dir: str) -> dict:
+    p = os.path.join(model_dir, "config.json")
+    if not os.path.exists(p):
+        raise Stop("model-corrupt", f"{model_dir} has no config.json: not a transformers model directory")
+    try:
+        with open(p, encoding="utf-8") as f:
+            cfg = json.load(f)
+    except (OSError, ValueError) as e:
+        raise Stop("model-corrupt", f"config.json in {model_dir} cannot be read: {e}") from None
+    if not isinstance(cfg, dict):
+        raise Stop("model-corrupt", f"config.json in {model_dir} is not a JSON object")
+    return cfg
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the run
+
+
+def _is_oom(exc: BaseException) -> str | None:
+    import torch
+    if isinstance(exc, getattr(torch, "OutOfMemoryError", ())) or \
+            isinstance(exc, getattr(torch.cuda, "OutOfMemoryError", ())):
+        return "gpu"
+    if isinstance(exc, MemoryError):
+        return "host"
+    msg = str(exc)
+    if "out of memory" in msg.lower() and ("CUDA" in msg or "HIP" in msg or "GPU" in msg):
+        return "gpu"
+    if "DefaultCPUAllocator: can't allocate memory" in msg or "DefaultCPUAllocator: not enough memory" in msg:
+        return "host"
+    return None
+
+
+def _oom_stop(exc: BaseException, stage: str) -> Stop | None:
+    where = _is_oom(exc)
+    if where is None:
+        return None
+    text = f"{type(exc).__module__}.{type(exc).__name__}: {exc}"
+    fact("gen.oom", where)
+    evidence(f"generation ({stage})", text)
+    return Stop(f"oom-{where}", text)
+
+
+class _Clock:
+    """A generation streamer that timestamps the first new token and reports progress now and then."""
+
+    def __init__(self, report_every_s: float = 0.5, sync=None):
+        self.first = None
+        self.count = 0
+        self.calls = 0
+        self.report_every_s = report_every_s
+        self.last_report = 0.0
+        self.sync = sync
+
+    def put(self, value):
+        self.calls += 1
+        if self.calls == 1:                       # the prompt
+            return
+        now = time.perf_counter()
+        self.count += int(value.numel()) if hasattr(value, "numel") else 1
+        if self.first is None:
+            if self.sync:
+                self.sync()
+                now = time.perf_counter()
+            self.first = now
+        if self.report_every_s and now - self.last_report >= self.report_every_s:
+            self.last_report = now
+            progress("generating", tokens=self.count)
+
+    def end(self):
+        pass
+
+
+def _sync_fn(device: str):
+    import torch
+    if device.startswith("cuda"):
+        return torch.cuda.synchronize
+    return None
+
+
+def timed_generate(model, inputs, max_new_tokens: int, device: str, report_progress: bool = True) -> dict:
+    import torch
+    sync = _sync_fn(device)
+    clock = _Clock(0.5 if report_progress else 0.0, sync)
+    kwargs = dict(max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens, do_sample=False,
+                  streamer=clock)
+    if getattr(model.generation_config, "pad_token_id", None) is None:
+        kwargs["pad_token_id"] = model.generation_config.eos_token_id
+    with torch.inference_mode():
+        if sync:
+            sync()
+        t0 = time.perf_counter()
+        out = model.generate(**inputs, **kwargs)
+        if sync:
+            sync()
+        t1 = time.perf_counter()
+    new = out[0, inputs["input_ids"].shape[1]:]
+    n = int(new.numel())
+    gen_s = t1 - t0
+    ttft = (clock.first - t0) if clock.first is not None else None
+    decode_s = (t1 - clock.first) if clock.first is not None else None
+    return {"new_tokens": n, "gen_s": gen_s, "tokens_per_s": n / gen_s if gen_s > 0 else None,
+            "ttft_s": ttft,
+            "decode_tokens_per_s": ((n - 1) / decode_s) if decode_s and n > 1 else None,
+            "ids": new}
+
+
+def param_device_map(model) -> dict:
+    return {name: str(p.device) for name, p in model.named_parameters()}
+
+
+def summarize_devices(devmap: dict, hf_map: dict | None) -> tuple[str, list[str], bool]:
+    kinds = set()
+    for d in devmap.values():
+        kinds.add(d.split(":")[0])
+    for d in (hf_map or {}).values():
+        d = str(d)
+        kinds.add("disk" if d == "disk" else "cpu" if d == "cpu" else "cuda" if d.isdigit() or
+                  d.startswith("cuda") else d.split(":")[0])
+    accel = {"cuda", "xpu", "mps"} & kinds
+    host = {"cpu", "disk", "meta"} & kinds
+    if accel and host:
+        dev = "mixed"
+    elif accel:
+        dev = sorted(accel)[0]
+    else:
+        dev = "cpu"
+    return dev, sorted(kinds), bool(accel and host)
+
+
+def load_model(model_dir: str, device: str, dtype_name: str, device_map: str | None):
+    import torch
+    from transformers import AutoModelForCausalLM
+    dtype = getattr(torch, dtype_name)
+    kw = dict(dtype=dtype, local_files_only=True)
+    accelerate = _has_accelerate()
+    if device_map:
+        kw["device_map"] = device_map
+    elif device == "cuda" and accelerate:
+        kw["device_map"] = {"": 0}
+    model = AutoModelForCausalLM.from_pretrained(model_dir, **kw)
+    if device == "cuda" and "device_map" not in kw:
+        model = model.to("cuda")
+    model.eval()
+    return model
+
+
+def _has_accelerate() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("accelerate") is not None
+
+
+def run(args) -> dict:
+    result: dict = {"requested_device": args.device, "max_new_tokens": args.max_new_tokens,
+                    "python": sys.executable, "status": "fail"}
+    fact("gen.requested_device", args.device)
+    progress("importing torch")
+    t0 = time.perf_counter()
+    import torch
+    import transformers
+    result["torch_version"] = torch.__version__
+    result["transformers_version"] = transformers.__version__
+    result["import_s"] = round(time.perf_counter() - t0, 3)
+    torch.set_num_threads(max(1, min(os.cpu_count() or 1, args.threads or os.cpu_count() or 1)))
+
+    cuda_ok = torch.cuda.is_available()
+    if args.device == "cuda" and not cuda_ok:
+        raise Stop("no-gpu", "device 'cuda' was requested but torch.cuda.is_available() is False "
+                             f"(torch {torch.__version__}, built for "
+                             f"{'HIP ' + torch.version.hip if torch.version.hip else 'CUDA ' + str(torch.version.cuda) if torch.version.cuda else 'CPU only'})")
+    device = "cuda" if (args.device == "cuda" or (args.device == "auto" and cuda_ok)) else "cpu"
+    result["target_device"] = device
+
+    frac = os.environ.get("GPU_DOCTOR_GPU_MEMORY_FRACTION")
+    if device == "cuda" and frac:
+        torch.cuda.set_per_process_memory_fraction(float(frac), 0)
+        result["gpu_memory_fraction"] = float(frac)
+        emit({"note": f"GPU memory capped at fraction {frac} of the device (GPU_DOCTOR_GPU_MEMORY_FRACTION)"})
+
+    if args.dtype == "auto":
+        if device == "cuda":
+            dtype_name = "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+        else:
+            dtype_name = "float32"
+    else:
+        dtype_name = args.dtype
+    result["dtype"] = dtype_name
+
+    # --- the model and its estimate, before loading anything heavy
+    progress("resolving model")
+    model_dir, display = resolve_model(args.model, args.cache_dir, "cuda" if device == "cuda" else "cpu")
+    result["model"] = display
+    result["model_dir"] = model_dir
+    cfg = read_config(model_dir)
+    result["model_type"] = text_config(cfg).get("model_type")
+    try:
+        counted = params_from_safetensors(model_dir)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise Stop("model-corrupt", f"the weights in {model_dir} are unreadable: {e}") from None
+    try:
+        by_config = params_from_config(cfg)
+    except (ValueError, TypeError, ZeroDivisionError) as e:
+        by_config = None
+        result["config_estimate_error"] = str(e)
+    if counted is None and by_config is None:
+        raise Stop("model-corrupt", f"cannot size the model in {model_dir}: no safetensors weights and "
+                                    f"config.json lacks the sizes ({result.get('config_estimate_error')})")
+    params = counted[0] if counted else by_config
+    prompt_len = 16
+    seq_len = prompt_len + args.max_new_tokens
+    est = estimate_footprint(cfg, dtype_name, seq_len, device, params=params)
+    est["params_source"] = "safetensors headers" if counted else "config.json"
+    est["params_from_config"] = by_config
+    result["estimate"] = est
+    fact("gen.estimate_bytes", est["total_bytes"])
+    fact("gen.dtype", dtype_name)
+
+    host_free = host_available_bytes()
+    result["host_available_bytes"] = host_free
+    gpu_free = gpu_total = None
+    if device == "cuda":
+        gpu_free, gpu_total = (int(x) for x in torch.cuda.mem_get_info(0))
+        result["gpu_free_bytes"], result["gpu_total_bytes"] = gpu_free, gpu_total
+        result["gpu_name"] = torch.cuda.get_device_name(0)
+        exceeds_vram = est["total_bytes"] > gpu_free
+        fact("gen.estimate_exceeds_vram", exceeds_vram)
+        host_need = HOST_RUNTIME_RESERVE + min(est["weights_bytes"], 4 * GIB)    # staging through the host
+    else:
+        exceeds_vram = False
+        host_need = est["total_bytes"]
+    exceeds_host = host_free is not None and host_need > host_free
+    if host_free is not None:
+        fact("gen.estimate_exceeds_host", exceeds_host)
+    result["host_need_bytes"] = host_need
+    if (exceeds_vram or exceeds_host) and not args.force_load:
+        what = []
+        if exceeds_vram:
+            what.append(f"free GPU memory {gpu_free / GIB:.2f} GiB")
+        if exceeds_host:
+            what.append(f"available host memory {host_free / GIB:.2f} GiB (needs {host_need / GIB:.2f} GiB)")
+        msg = (f"estimated footprint {est['total_bytes'] / GIB:.2f} GiB ({params / 1e9:.3f} B parameters in "
+               f"{dtype_name}, KV cache for {seq_len} tokens, runtime) exceeds " + " and ".join(what) +
+               "; not loading it (pass --force-load to try anyway)")
+        evidence("generation estimate", msg)
+        raise Stop("too-large", msg)
+
+    # --- tokenizer first: cheap, and a missing one is a clear finding
+    progress("loading tokenizer")
+    from transformers import AutoTokenizer
+    try:
+        tok = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+    except Exception as e:  # noqa: BLE001
+        raise Stop("tokenizer-missing", f"no usable tokenizer in {model_dir}: {type(e).__name__}: {e}") from None
+    if tok is None or not callable(tok):
+        raise Stop("tokenizer-missing", f"no usable tokenizer in {model_dir}")
+
+    # --- load
+    progress("loading", device=device, dtype=dtype_name)
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats(0)
+    t0 = time.perf_counter()
+    try:
+        model = load_model(model_dir, device, dtype_name, args.device_map)
+    except Exception as e:  # noqa: BLE001
+        stop = _oom_stop(e, "load")
+        if stop:
+            raise stop from None
+        raise Stop("load-failed", f"loading {display} failed: {type(e).__name__}: {e}") from None
+    load_s = time.perf_counter() - t0
+    result["load_s"] = round(load_s, 4)
+
+    devmap = param_device_map(model)
+    hf_map = getattr(model, "hf_device_map", None)
+    gen_device, kinds, offloaded = summarize_devices(devmap, hf_map)
+    result["param_devices"] = devmap
+    result["hf_device_map"] = {k: str(v) for k, v in hf_map.items()} if hf_map else None
+    result["device"] = gen_device
+    fact("gen.device", gen_device)
+    fact("gen.param_devices", kinds)
+    fact("gen.offloaded", offloaded)
+    if device == "cuda" and gen_device == "cpu":
+        evidence("generation", f"requested {args.device} but every parameter of the model is on the CPU")
+    if offloaded:
+        counts: dict[str, int] = {}
+        for d in devmap.values():
+            counts[d] = counts.get(d, 0) + 1
+        evidence("generation", f"model split across devices: {counts}; hf_device_map={result['hf_device_map']}")
+
+    first = next(model.parameters())
+    input_device = first.device if first.device.type != "meta" else torch.device("cpu")
+    prompt = "The doctor looks at the machine and says"
+    inputs = tok(prompt, return_tensors="pt")
+    inputs = {k: v[:, :prompt_len].to(input_device) for k, v in inputs.items() if k in ("input_ids", "attention_mask")}
+
+    try:
+        progress("warming up")
+        timed_generate(model, inputs, min(2, args.max_new_tokens), gen_device, report_progress=False)
+        progress("generating", tokens=0)
+        g = timed_generate(model, inputs, args.max_new_tokens, gen_device)
+    except Exception as e:  # noqa: BLE001
+        stop = _oom_stop(e, "generate")
+        if stop:
+            raise stop from None
+        raise Stop("generate-failed", f"generation failed: {type(e).__name__}: {e}") from None
+
+    text = tok.decode(g["ids"], skip_special_tokens=True)
+    result.update({"new_tokens": g["new_tokens"], "tokens_per_s": g["tokens_per_s"], "ttft_s": g["ttft_s"],
+                   "gen_s": g["gen_s"], "decode_tokens_per_s": g["decode_tokens_per_s"], "text": text})
+    fact("gen.tokens_per_s", round(g["tokens_per_s"], 3))
+    peak_gpu = None
+    if device == "cuda":
+        peak_gpu = int(torch.cuda.max_memory_allocated(0))
+        result["peak_gpu_reserved_bytes"] = int(torch.cuda.max_memory_reserved(0))
+        fact("gen.peak_gpu_bytes", peak_gpu)
+    result["peak_gpu_bytes"] = peak_gpu
+    result["peak_rss_bytes"] = peak_rss_bytes()
+    fact("gen.peak_rss_bytes", result["peak_rss_bytes"])
+    emit({"partial": {k: v for k, v in result.items() if k != "param_devices"}})
+
+    # --- the same model on the CPU, for comparison
+    if args.compare_cpu and gen_device != "cpu":
+        cpu_est = estimate_footprint(cfg, "float32", seq_len, "cpu", params=params)
+        result["cpu_estimate"] = cpu_est
+        free_now = host_available_bytes()
+        if free_now is not None and cpu_est["total_bytes"] > free_now:
+            result["cpu_compare_skipped"] = (f"a float32 copy needs {cpu_est['total_bytes'] / GIB:.2f} GiB, "
+                                             f"host has {free_now / GIB:.2f} GiB available")
+        else:
+            progress("comparing with the CPU")
+            try:
+                cpu_model = load_model(model_dir, "cpu", "float32", None)
+                cpu_inputs = {k: v.to("cpu") for k, v in inputs.items()}
+                timed_generate(cpu_model, cpu_inputs, min(2, args.max_new_tokens), "cpu", report_progress=False)
+                cg = timed_generate(cpu_model, cpu_inputs, args.max_new_tokens, "cpu", report_progress=False)
+                del cpu_model
+                result["cpu_tokens_per_s"] = cg["tokens_per_s"]
+                result["cpu_ttft_s"] = cg["ttft_s"]
+                result["gpu_vs_cpu_ratio"] = g["tokens_per_s"] / cg["tokens_per_s"]
+                fact("gen.cpu_tokens_per_s", round(cg["tokens_per_s"], 3))
+                fact("gen.gpu_vs_cpu_ratio", round(result["gpu_vs_cpu_ratio"], 4))
+            except Exception as e:  # noqa: BLE001
+                result["cpu_compare_error"] = f"{type(e).__name__}: {e}"
+    result["peak_rss_bytes"] = peak_rss_bytes()
+    result["status"] = "ok"
+    fact("gen.ran", True)
+    return result
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="gpu-doctor test generation (child process)")
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    ap.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16", "bfloat16"])
+    ap.add_argument("--device-map", default=None, help="passed to from_pretrained (e.g. auto) to mimic offload")
+    ap.add_argument("--max-new-tokens", type=int, default=32)
+    ap.add_argument("--cache-dir", required=True)
+    ap.add_argument("--no-compare-cpu", dest="compare_cpu", action="store_false")
+    ap.add_argument("--force-load", action="store_true")
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--build-only", action="store_true", help="build the built-in model and stop")
+    args = ap.parse_args(argv)
+    global _out
+    if _out is sys.stdout and argv is None:
+        # the protocol keeps the real stdout to itself; anything else printed to stdout goes to stderr,
+        # so a library's stray print can never split a protocol line
+        _out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+        sys.stdout.flush()
+        os.dup2(2, 1)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    try:
+        from transformers.utils import logging as tlog
+        tlog.disable_progress_bar()
+    except Exception:  # noqa: BLE001 - transformers missing is reported by run()
+        pass
+    try:
+        if args.build_only:
+            path, name = resolve_model(args.model, args.cache_dir, "cpu")
+            emit({"result": {"status": "ok", "model": name, "model_dir": path}})
+            return 0
+        result = run(args)
+    except Stop as s:
+        fact("gen.error", s.message)
+        emit({"error": s.message, "kind": s.kind})
+        return 1
+    except ImportError as e:
+        msg = f"{type(e).__name__}: {e}"
+        fact("gen.error", msg)
+        emit({"error": msg, "kind": "import-failed"})
+        return 1
+    except BaseException as e:  # noqa: BLE001 - report anything, then fail
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        kind = "error"
+        try:
+            where = _is_oom(e)
+            if where:
+                fact("gen.oom", where)
+                kind = f"oom-{where}"
+        except Exception:  # noqa: BLE001
+            pass
+        msg = f"{type(e).__name__}: {e}"
+        traceback.print_exc(file=sys.stderr)
+        fact("gen.error", msg)
+        emit({"error": msg, "kind": kind})
+        return 1
+    emit({"result": result})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
