@@ -20,6 +20,7 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "os.kernel": ("str", "kernel release, e.g. '6.8.0-45-generic'"),
     "os.kernel_cmdline": ("str", "the kernel command line (/proc/cmdline)"),
     "os.secure_boot": ("bool", "UEFI Secure Boot is enabled"),
+    "os.iommu_enabled": ("bool", "an IOMMU is active (/sys/class/iommu has entries)"),
     "python.version": ("str", "Python version of the diagnosed interpreter, e.g. '3.11.7'"),
     "python.executable": ("str", "path of the diagnosed interpreter"),
     "host.mem_total_bytes": ("int", "total host RAM"),
@@ -27,6 +28,7 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "host.swap_total_bytes": ("int", "total swap"),
     "host.cpu_count": ("int", "logical CPUs"),
     "host.cpu_model": ("str", "CPU model name"),
+    "host.arch": ("str", "machine architecture as platform.machine() reports it, e.g. 'x86_64', 'aarch64'"),
     # --- user, groups, containers --------------------------------------------------------------
     "user.uid": ("int", "uid of the running process"),
     "user.is_root": ("bool", "the running process is root (uid 0)"),
@@ -42,6 +44,8 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "driver.amdgpu_loaded": ("bool", "the amdgpu kernel driver is loaded"),
     "driver.amdgpu_version": ("str", "amdgpu module version (DKMS builds carry one)"),
     "driver.amdgpu_blacklisted": ("bool", "amdgpu is blacklisted or disabled (modprobe.blacklist, nomodeset, amdgpu.*=0)"),
+    "driver.amdgpu_dkms_status": ("str", "what `dkms status` says of amdgpu for the running kernel: installed, built, added or broken (absent: no amdgpu DKMS package)"),
+    "driver.amdgpu_missing_firmware": ("list[str]", "amdgpu firmware files the kernel log says failed to load, e.g. 'amdgpu/gc_11_0_0_mes.bin'"),
     "driver.nvidia_loaded": ("bool", "the nvidia kernel driver is loaded"),
     "kfd.present": ("bool", "/dev/kfd exists"),
     "kfd.permission_denied": ("bool", "opening /dev/kfd read-write failed with EACCES/EPERM"),
@@ -119,10 +123,13 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "pkg.transformers": ("str", "installed transformers version"),
     "pkg.accelerate": ("str", "installed accelerate version"),
     "pkg.bitsandbytes": ("str", "installed bitsandbytes version"),
+    "pkg.bitsandbytes_rocm_lib_missing": ("bool", "ROCm torch, but bitsandbytes ships no libbitsandbytes_rocm<MAJOR><MINOR> library for torch's HIP version"),
     "pkg.flash_attn": ("str", "installed flash-attn version"),
     "pkg.vllm": ("str", "installed vllm version"),
     "pkg.vllm_build": ("str", "vllm build flavour from its version: 'rocm', 'cuda' or 'cpu'"),
+    "ollama.version": ("str", "installed ollama version ('ollama --version'), absent when ollama is not installed"),
     "pkg.triton": ("str", "installed triton (or pytorch-triton-rocm) version"),
+    "pkg.torchvision": ("str", "installed torchvision version, e.g. '0.20.1+rocm6.2'"),
     "pkg.nvidia_wheels": ("list[str]", "installed nvidia-* CUDA runtime wheels"),
     "pkg.torch_duplicates": ("list[str]", "more than one torch distribution visible (e.g. torch and torch-rocm)"),
     # --- the test generation ------------------------------------------------------------------------------
@@ -142,6 +149,7 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "gen.error": ("str", "the error that stopped the generation, verbatim"),
     "gen.peak_gpu_bytes": ("int", "peak GPU memory allocated by the generation"),
     "gen.peak_rss_bytes": ("int", "peak host RSS of the generation process"),
+    "gen.error_kind": ("str", "what stopped the generation: oom-gpu, oom-host, too-large, model-corrupt, tokenizer-missing, model-not-found, load-failed, generate-failed, no-gpu, import-failed, timeout, crashed, error"),
 }
 
 OPEN_PREFIXES = ("env.",)
