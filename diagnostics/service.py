@@ -184,3 +184,93 @@ def fact_sources(probes: list[dict[str, Any]]) -> dict[str, str]:
 
 
 ProgressFn = Callable[[dict[str, Any]], None]
+
+
+def merge_probe_facts(probes: list[dict[str, Any]]) -> dict[str, Any]:
+    from .derive import derive
+
+    facts: dict[str, Any] = {}
+    for p in probes:
+        for k, v in (p.get("facts") or {}).items():
+            facts.setdefault(k, v)
+    facts.update(derive(facts))
+    return facts
+
+
+def verdict(report: dict[str, Any]) -> str:
+    if any(not d.get("benign") and d.get("severity") in ("critical", "error", "warning")
+           for d in report.get("diagnoses", [])):
+        return "problems"
+    if any(p.get("status") in ("crashed", "timeout") for p in report.get("probes", [])):
+        return "incomplete"
+    return "healthy"
+
+
+def run_local(*, python: str | None = None, root: str = "/", timeout: float | None = None,
+              logs: Iterable[tuple[str, str]] = (), generate: bool = True, model: str | None = None,
+              device: str = "auto", max_new_tokens: int = 32, env: dict[str, str] | None = None,
+              on_event: ProgressFn | None = None, cancel: threading.Event | None = None,
+              kb_dir: str | None = None) -> dict[str, Any]:
+    """Run every local probe (and the test generation), match against the KB, return the report."""
+    import sys
+
+    from .probing import run_all
+
+    python = python or sys.executable
+    report = new_report("live")
+    report["python"] = python
+    probes = run_all(python=python, root=root, timeout=timeout, env=env, on_event=on_event, cancel=cancel)
+    report["probes"] = probes
+    facts = merge_probe_facts(probes)
+    if generate and not (cancel and cancel.is_set()):
+        report["generation"] = _generation(python, model, device, max_new_tokens, timeout, facts, on_event)
+        gen_facts, _ = factcat.clean_facts((report["generation"] or {}).get("facts") or {})
+        for k, v in gen_facts.items():
+            facts.setdefault(k, v)
+    report["facts"] = facts
+    report["logs"] = [{"name": n, "text": t} for n, t in logs]
+    return _diagnose_report(report, kb_dir)
+
+
+def _generation(python: str, model: str | None, device: str, max_new_tokens: int, timeout: float | None,
+                facts: dict[str, Any], on_event: ProgressFn | None) -> dict[str, Any] | None:
+    if facts.get("torch.installed") is False or facts.get("torch.import_error"):
+        return {"status": "skipped", "error": "torch cannot be imported in the diagnosed interpreter", "facts": {}}
+    try:
+        from .generation import run_generation
+    except ImportError as exc:
+        return {"status": "skipped", "error": f"test generation unavailable: {exc}", "facts": {}}
+
+    def progress(msg: str) -> None:
+        if on_event:
+            on_event({"event": "stage", "probe": "generation", "stage": msg})
+
+    if on_event:
+        on_event({"event": "start", "probe": "generation", "title": "Test generation"})
+    try:
+        gen = run_generation(python=python, model=model, device=device, max_new_tokens=max_new_tokens,
+                             timeout=max(timeout or 0, 600), progress=progress)
+    except Exception as exc:  # the report must survive a generation bug
+        gen = {"status": "crashed", "error": f"internal error: {type(exc).__name__}: {exc}", "facts": {}}
+    if on_event:
+        on_event({"event": "end", "probe": "generation", "status": gen.get("status", "ok"),
+                  "duration_s": gen.get("duration_s", 0.0), "summary": gen.get("summary")})
+    return gen
+
+
+def _diagnose_report(report: dict[str, Any], kb_dir: str | None = None) -> dict[str, Any]:
+    kb, matcher = get_kb(kb_dir)
+    probes = report.get("probes") or []
+    logs = [(lg["name"], lg["text"]) for lg in report.get("logs") or []]
+    logs += probe_logs(probes)
+    gen = report.get("generation") or {}
+    if gen.get("log"):
+        logs.append(("generation", str(gen["log"])))
+    res = matcher.match(report["facts"], logs, unknown_facts=unknown_from_probes(probes),
+                        fact_sources=fact_sources(probes))
+    report["diagnoses"] = res["diagnoses"]
+    report["not_ruled_out"] = res["not_ruled_out"]
+    report["kb_version"] = kb.version
+    report["kb_errors"] = [str(e) for e in kb.errors]
+    report["verdict"] = verdict(report)
+    return report

@@ -1,0 +1,151 @@
+"""Kernel driver and device nodes: amdgpu loaded, /dev/kfd and /dev/dri/renderD*, and the groups that open them.
+
+Group membership is judged from the running process (what the kernel checks), and compared with the group
+database to catch "added to the group but not logged in again".
+"""
+from __future__ import annotations
+
+import errno
+import glob
+import grp
+import os
+import pwd
+import stat
+
+from .base import Emitter, probe_main, read_file, rpath
+
+GPU_GROUPS = ("render", "video")
+
+
+def _group_name(gid: int, root: str) -> str:
+    if root in ("", "/"):
+        try:
+            return grp.getgrgid(gid).gr_name
+        except KeyError:
+            return str(gid)
+    text = read_file(root, "/etc/group") or ""
+    for line in text.splitlines():
+        parts = line.split(":")
+        if len(parts) >= 3 and parts[2] == str(gid):
+            return parts[0]
+    return str(gid)
+
+
+def _db_groups(root: str, user: str, primary_gid: int) -> list[str]:
+    names = {_group_name(primary_gid, root)}
+    text = read_file(root, "/etc/group") or ""
+    for line in text.splitlines():
+        parts = line.split(":")
+        if len(parts) >= 4 and user in parts[3].split(","):
+            names.add(parts[0])
+    return sorted(names)
+
+
+def _try_open(path: str) -> str | None:
+    """None when it opens read-write, else the errno name."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno or 0, str(exc.errno))
+    os.close(fd)
+    return None
+
+
+def collect(root: str, out: Emitter) -> None:
+    # --- kernel driver
+    amdgpu = os.path.isdir(rpath(root, "/sys/module/amdgpu"))
+    out.fact("driver.amdgpu_loaded", amdgpu)
+    ver = read_file(root, "/sys/module/amdgpu/version")
+    if ver and ver.strip():
+        out.fact("driver.amdgpu_version", ver.strip())
+    out.fact("driver.nvidia_loaded", os.path.isdir(rpath(root, "/sys/module/nvidia")))
+    cmdline = read_file(root, "/proc/cmdline")
+    if cmdline is not None:
+        cl = cmdline.strip()
+        black = any(t in cl.split() for t in ("modprobe.blacklist=amdgpu", "amdgpu.modeset=0", "nomodeset"))
+        mp = ""
+        for f in glob.glob(rpath(root, "/etc/modprobe.d/*.conf")):
+            try:
+                mp += open(f, errors="replace").read(65536)
+            except OSError:
+                pass
+        if any(line.split()[:2] == ["blacklist", "amdgpu"] for line in mp.splitlines() if line.strip()):
+            black = True
+        out.fact("driver.amdgpu_blacklisted", black)
+    if not amdgpu:
+        out.evidence("sysfs", "/sys/module/amdgpu does not exist: the amdgpu kernel driver is not loaded")
+
+    # --- identity of the running process (only meaningful on the live system)
+    live = root in ("", "/")
+    uid = os.getuid()
+    out.fact("user.uid", uid)
+    out.fact("user.is_root", uid == 0)
+    gids = set(os.getgroups()) | {os.getgid()} if live else set()
+    groups = sorted({_group_name(g, root) for g in gids}) if live else []
+    if live:
+        out.fact("user.groups", groups)
+        out.fact("user.in_render_group", "render" in groups)
+        out.fact("user.in_video_group", "video" in groups)
+        try:
+            pw = pwd.getpwuid(uid)
+            db = _db_groups(root, pw.pw_name, pw.pw_gid)
+            out.fact("user.db_groups", db)
+            pending = [g for g in GPU_GROUPS if g in db and g not in groups]
+            out.fact("user.groups_pending_relogin", pending)
+            if pending:
+                out.evidence("groups", f"the group database lists {', '.join(pending)} for {pw.pw_name}, "
+                                       "but this login session does not have it yet (log out and in again)")
+        except KeyError:
+            out.note("the running uid has no entry in the user database (common in containers)")
+
+    # --- device nodes
+    kfd = rpath(root, "/dev/kfd")
+    present = os.path.exists(kfd)
+    out.fact("kfd.present", present)
+    missing_gids: list[int] = []
+    if present:
+        st = os.stat(kfd)
+        out.fact("kfd.group", _group_name(st.st_gid, root))
+        if live:
+            err = _try_open(kfd)
+            out.fact("kfd.permission_denied", err in ("EACCES", "EPERM"))
+            if err:
+                out.fact("kfd.open_error", err)
+                out.evidence("/dev/kfd", f"opening /dev/kfd read-write failed: {err} "
+                                         f"(owner group {_group_name(st.st_gid, root)}, mode {stat.filemode(st.st_mode)})")
+            if uid != 0 and st.st_gid not in gids and not (st.st_mode & stat.S_IROTH and st.st_mode & stat.S_IWOTH):
+                missing_gids.append(st.st_gid)
+    else:
+        out.evidence("/dev", "/dev/kfd does not exist")
+    nodes = sorted(glob.glob(rpath(root, "/dev/dri/renderD*")))
+    out.fact("dri.render_nodes", [os.path.join("/dev/dri", os.path.basename(n)) for n in nodes])
+    if nodes:
+        st = os.stat(nodes[0])
+        out.fact("dri.group", _group_name(st.st_gid, root))
+        if live:
+            denied = False
+            for n in nodes:
+                err = _try_open(n)
+                if err in ("EACCES", "EPERM"):
+                    denied = True
+                    out.evidence("/dev/dri", f"opening {n} read-write failed: {err}")
+                nst = os.stat(n)
+                if uid != 0 and nst.st_gid not in gids and nst.st_gid not in missing_gids \
+                        and not (nst.st_mode & stat.S_IROTH and nst.st_mode & stat.S_IWOTH):
+                    missing_gids.append(nst.st_gid)
+            out.fact("dri.permission_denied", denied)
+    if live:
+        out.fact("user.missing_device_gids", sorted(missing_gids))
+
+    if not amdgpu and not present:
+        out.status("fail", "no amdgpu driver and no /dev/kfd")
+    elif present and live and _try_open(kfd):
+        out.status("fail", "/dev/kfd exists but cannot be opened")
+    elif not present:
+        out.status("fail", "amdgpu is loaded but /dev/kfd is missing")
+    else:
+        out.status("ok", "amdgpu loaded, /dev/kfd opens")
+
+
+if __name__ == "__main__":
+    probe_main(collect)

@@ -1,0 +1,81 @@
+"""GPU-related environment variables as the diagnosed process will see them.
+
+Only variables that steer the GPU stack are reported (never the whole environment: it holds secrets).
+HSA_OVERRIDE_GFX_VERSION is reported as in force, with quotes and malformed values called out.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+from .base import Emitter, probe_main
+
+PREFIXES = ("HSA_", "HIP_", "ROCR_", "ROCM_", "ROCBLAS_", "HIPBLASLT_", "MIOPEN_", "AMD_", "HCC_", "GPU_",
+            "CUDA_", "NCCL_", "RCCL_", "PYTORCH_", "TORCH_", "NVIDIA_", "OLLAMA_", "VLLM_", "HF_HUB_OFFLINE")
+EXACT = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PATH_ROCM")
+SECRETISH = re.compile(r"(?i)(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|CREDENTIAL)")
+MASKS = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
+OVERRIDE_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+
+
+def override_to_gfx(value: str) -> str | None:
+    m = OVERRIDE_RE.match(value)
+    if not m:
+        return None
+    major, minor, step = (int(x) for x in m.groups())
+    return f"gfx{major}{minor:x}{step:x}"
+
+
+def mask_hides_all(value: str) -> bool:
+    v = value.strip()
+    if v == "":
+        return True
+    items = [x.strip() for x in v.split(",")]
+    # "-1" or any negative index ends the list: nothing before it means nothing is visible
+    if items and items[0].startswith("-"):
+        return True
+    return False
+
+
+def relevant(name: str) -> bool:
+    if SECRETISH.search(name):
+        return False
+    return name in EXACT or name.startswith(PREFIXES)
+
+
+def collect(root: str, out: Emitter, environ: dict[str, str] | None = None) -> None:
+    env = dict(os.environ if environ is None else environ)
+    names = sorted(n for n in env if relevant(n))
+    out.fact("env.set_names", names)
+    for n in names:
+        out.fact(f"env.{n}", env[n][:2000])
+    masks = [f"{n}={env[n]}" for n in MASKS if n in env]
+    out.fact("visible_devices.masks", masks)
+    hides = [n for n in MASKS if n in env and mask_hides_all(env[n])]
+    if masks:
+        out.fact("visible_devices.hides_all", bool(hides))
+    for n in hides:
+        out.evidence("environment", f"{n}={env[n]!r} makes no GPU visible")
+    status, summary = "ok", f"{len(names)} GPU-related variable(s) set"
+    if "HSA_OVERRIDE_GFX_VERSION" in env:
+        raw = env["HSA_OVERRIDE_GFX_VERSION"]
+        value = raw.strip().strip("'\"")
+        out.fact("hsa_override.value", value)
+        valid = bool(OVERRIDE_RE.match(raw))  # as in force: quotes or spaces make it malformed
+        out.fact("hsa_override.valid", valid)
+        gfx = override_to_gfx(value)
+        if gfx:
+            out.fact("hsa_override.gfx", gfx)
+        if not valid:
+            out.evidence("environment", f"HSA_OVERRIDE_GFX_VERSION={raw!r} is not of the form MAJOR.MINOR.STEP "
+                                        "(quotes or spaces are taken literally)")
+            status, summary = "warn", "HSA_OVERRIDE_GFX_VERSION is malformed"
+        else:
+            out.evidence("environment", f"HSA_OVERRIDE_GFX_VERSION={raw} (the runtime will treat every GPU as {gfx})")
+    if hides:
+        status, summary = "warn", f"{', '.join(hides)} hides every GPU"
+    out.status(status, summary)
+
+
+if __name__ == "__main__":
+    probe_main(collect)

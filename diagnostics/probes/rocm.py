@@ -1,0 +1,155 @@
+"""ROCm userspace: where it is installed, which version, and what rocminfo / rocm-smi / amd-smi say.
+
+The tools' output goes through the same parsers as a pasted dump.  Exit codes are not trusted alone
+(rocm-smi exits 0 with no driver loaded): the text decides.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+
+from .base import Emitter, probe_main, read_file, rpath, run_tool
+
+DPKG_ROCM_PACKAGES = ("rocm-core", "hip-runtime-amd", "rocminfo", "libamdhip64-5", "libamdhip64-6", "rocm-hip-runtime")
+
+
+def _dpkg_versions(root: str) -> dict[str, str]:
+    text = read_file(root, "/var/lib/dpkg/status", limit=64 << 20) or ""
+    found: dict[str, str] = {}
+    for block in text.split("\n\n"):
+        m = re.search(r"^Package: (\S+)", block, re.M)
+        if not m or m.group(1) not in DPKG_ROCM_PACKAGES:
+            continue
+        if not re.search(r"^Status: .*installed", block, re.M):
+            continue
+        v = re.search(r"^Version: (\S+)", block, re.M)
+        if v:
+            found[m.group(1)] = v.group(1)
+    return found
+
+
+def _clean_version(v: str) -> str:
+    """'5.2.3-2' -> '5.2.3'; '6.2.4.60204-139~22.04' -> '6.2.4'."""
+    m = re.match(r"(\d+\.\d+(?:\.\d+)?)", v.split(":")[-1])
+    return m.group(1) if m else v
+
+
+def _find(tool: str, root: str, prefixes: list[str]) -> str | None:
+    for p in prefixes:
+        cand = os.path.join(p, "bin", tool)
+        if os.access(rpath(root, cand), os.X_OK):
+            return rpath(root, cand)
+    if root in ("", "/"):
+        return shutil.which(tool)
+    for d in ("/usr/bin", "/usr/local/bin"):
+        if os.access(rpath(root, f"{d}/{tool}"), os.X_OK):
+            return rpath(root, f"{d}/{tool}")
+    return None
+
+
+def _parse(kind: str, text: str) -> tuple[dict, list[str], list[str]]:
+    try:
+        from .. import parsers
+
+        res = parsers.parse(text, kind)
+        return res.facts, res.notes, res.errors
+    except (ImportError, ValueError):
+        return {}, [], []
+
+
+def collect(root: str, out: Emitter) -> None:
+    prefixes = []
+    env_path = os.environ.get("ROCM_PATH") or os.environ.get("ROCM_HOME") if root in ("", "/") else None
+    for p in ([env_path] if env_path else []) + ["/opt/rocm"] + sorted(glob.glob(rpath(root, "/opt/rocm-*"))):
+        p = p if root in ("", "/") or not p.startswith(root) else "/" + os.path.relpath(p, root)
+        if os.path.isdir(rpath(root, p)) and p not in prefixes:
+            prefixes.append(p)
+    out.fact("rocm.paths", prefixes)
+    version = None
+    for p in prefixes:
+        v = read_file(root, os.path.join(p, ".info/version")) or read_file(root, os.path.join(p, ".info/version-dev"))
+        if v and v.strip():
+            version = _clean_version(v.strip())
+            out.fact("rocm.path", p)
+            out.evidence("rocm", f"{p}/.info/version: {v.strip()}")
+            break
+    dpkg = _dpkg_versions(root)
+    if version is None and dpkg:
+        name, v = sorted(dpkg.items())[0]
+        version = _clean_version(v)
+        out.evidence("dpkg", f"distribution package {name} {v}")
+        if not prefixes:
+            out.fact("rocm.path", "/usr")
+    if version:
+        out.fact("rocm.version", version)
+    installed = bool(prefixes or dpkg)
+
+    problems = []
+    # rocminfo
+    exe = _find("rocminfo", root, prefixes)
+    if exe and root in ("", "/"):
+        installed = True
+        rc, so, se, prob = run_tool([exe], timeout=20)
+        text = (so + ("\n" + se if se else "")).strip()
+        if prob:
+            out.fact("rocminfo.ok", False)
+            out.fact("rocminfo.error", f"rocminfo {prob}")
+            problems.append(f"rocminfo {prob}")
+        facts, notes, errors = _parse("rocminfo", text)
+        out.facts(facts)
+        if "rocminfo.ok" not in facts and not prob:
+            out.fact("rocminfo.ok", rc == 0 and "Agent " in so)
+        if (rc != 0 or errors) and "rocminfo.error" not in facts:
+            first = (errors or [ln for ln in text.splitlines() if ln.strip()] or [f"exit status {rc}"])[0]
+            out.fact("rocminfo.error", first.strip())
+        if rc != 0 or errors or prob:
+            out.log("rocminfo", text)
+            out.evidence("rocminfo", f"rocminfo exited {rc}: " + " | ".join(text.splitlines()[:4])[:600])
+            problems.append("rocminfo failed")
+        for n in notes:
+            out.note(f"rocminfo: {n}")
+    elif root in ("", "/"):
+        out.evidence("rocminfo", "rocminfo is not installed (not on PATH nor under the ROCm prefix)")
+    # rocm-smi / amd-smi
+    for tool, kind in (("amd-smi", "amd_smi"), ("rocm-smi", "rocm_smi")):
+        exe = _find(tool, root, prefixes)
+        if not exe or root not in ("", "/"):
+            continue
+        installed = True
+        args = [exe, "static"] if tool == "amd-smi" else [exe]
+        rc, so, se, prob = run_tool(args, timeout=15)
+        text = (so + ("\n" + se if se else "")).strip()
+        facts, notes, errors = _parse(kind, text)
+        for k, v in facts.items():
+            if not k.startswith("gpu.") or k == "gpu.vram_total_bytes" or k == "gpu.vram_used_bytes":
+                out.fact(k, v)
+        bad = prob or errors or rc not in (0, None) or re.search(r"(?i)\berror\b|not found in modules|not initialized", text)
+        if bad:
+            first = (errors or [ln for ln in text.splitlines() if ln.strip()] or [prob or f"exit status {rc}"])[0]
+            out.fact("rocm_smi.error", first.strip()[:300])
+            out.log(tool, text)
+            out.evidence(tool, f"{tool} (exit {rc}): " + " | ".join(text.splitlines()[:3])[:600])
+            problems.append(f"{tool} reported an error")
+        break
+    # hipconfig
+    exe = _find("hipconfig", root, prefixes)
+    if exe and root in ("", "/"):
+        rc, so, se, prob = run_tool([exe, "--full"], timeout=15)
+        if not prob:
+            facts, _, _ = _parse("hipconfig", so + se)
+            for k, v in facts.items():
+                if k != "rocm.version" or version is None:
+                    out.fact(k, v)
+    out.fact("rocm.installed", installed)
+    if not installed:
+        out.status("warn", "no ROCm userspace found")
+    elif problems:
+        out.status("fail", "; ".join(problems))
+    else:
+        out.status("ok", f"ROCm {version or '(version unknown)'}")
+
+
+if __name__ == "__main__":
+    probe_main(collect)

@@ -1,0 +1,186 @@
+"""Self-contained torch probe, run by the *diagnosed* interpreter (``--python``) as a plain script.
+
+It imports only the standard library until it imports torch, so any interpreter can run it whatever it has
+installed.  Every fact is printed the moment it is known ("@@DIAG " + JSON per line, flushed), and each
+stage is announced before it starts: when importing torch segfaults or the first device call aborts or
+hangs, the parent still knows everything up to that point and which stage killed it.
+"""
+import json
+import os
+import sys
+
+PREFIX = "@@DIAG "
+NEIGHBOURS = {
+    "transformers": "pkg.transformers",
+    "accelerate": "pkg.accelerate",
+    "bitsandbytes": "pkg.bitsandbytes",
+    "flash-attn": "pkg.flash_attn",
+    "flash_attn": "pkg.flash_attn",
+    "vllm": "pkg.vllm",
+    "triton": "pkg.triton",
+    "pytorch-triton-rocm": "pkg.triton",
+}
+TORCH_DISTS = ("torch", "torch-rocm", "torch-cuda", "torch-cpu", "pytorch")
+
+
+def emit(rec):
+    sys.stdout.write(PREFIX + json.dumps(rec, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def fact(name, value):
+    if value is not None:
+        emit({"fact": name, "value": value})
+
+
+def build_from_version(v):
+    local = v.split("+", 1)[1] if "+" in v else ""
+    if local.startswith("rocm"):
+        return "rocm"
+    if local.startswith("cu"):
+        return "cuda"
+    if local.startswith("cpu"):
+        return "cpu"
+    return None
+
+
+def metadata_stage():
+    emit({"stage": "package metadata"})
+    fact("python.version", "%d.%d.%d" % sys.version_info[:3])
+    fact("python.executable", sys.executable)
+    try:
+        from importlib import metadata
+    except ImportError:  # Python < 3.8
+        return None
+    torch_versions = []
+    for d in TORCH_DISTS:
+        try:
+            torch_versions.append((d, metadata.version(d)))
+        except Exception:
+            pass
+    nvidia = set()
+    seen_torch = []
+    try:
+        for dist in metadata.distributions():
+            name = (dist.metadata.get("Name") or "").lower()
+            if name.startswith("nvidia-") and ("cu" in name or "nccl" in name or "cuda" in name):
+                nvidia.add(name)
+            if name == "torch":
+                seen_torch.append(str(dist.locate_file("")))
+            key = NEIGHBOURS.get(name)
+            if key:
+                fact(key, dist.version)
+                if name == "vllm":
+                    b = build_from_version(dist.version)
+                    if b:
+                        fact("pkg.vllm_build", b)
+    except Exception as exc:
+        emit({"note": "could not list installed packages: %s" % exc})
+    fact("pkg.nvidia_wheels", sorted(nvidia))
+    if len(seen_torch) > 1 or len(torch_versions) > 1:
+        fact("pkg.torch_duplicates", ["%s==%s" % tv for tv in torch_versions] or seen_torch)
+    if not torch_versions:
+        return None
+    name, version = torch_versions[0]
+    fact("torch.version", version)
+    b = build_from_version(version)
+    if b:
+        fact("torch.build", b)
+    try:
+        inst = metadata.distribution(name).read_text("INSTALLER")
+        if inst:
+            fact("torch.installer", inst.strip())
+    except Exception:
+        pass
+    return version
+
+
+def main():
+    version = metadata_stage()
+    emit({"stage": "import torch"})
+    try:
+        import torch  # noqa: F401  (the dangerous part: may segfault, hang or abort)
+    except BaseException as exc:  # noqa: BLE001 - any failure here is the finding
+        if version is None and isinstance(exc, ModuleNotFoundError):
+            fact("torch.installed", False)
+            emit({"status": "fail", "summary": "torch is not installed in %s" % sys.executable})
+            return
+        fact("torch.installed", True)
+        fact("torch.import_error", "%s: %s" % (type(exc).__name__, exc))
+        emit({"log": {"name": "import torch", "text": "%s: %s" % (type(exc).__name__, exc)}})
+        emit({"status": "fail", "summary": "importing torch failed: %s" % type(exc).__name__})
+        return
+    fact("torch.installed", True)
+    fact("torch.version", torch.__version__)
+    fact("torch.location", os.path.dirname(getattr(torch, "__file__", "") or ""))
+    hip = getattr(torch.version, "hip", None)
+    cuda = getattr(torch.version, "cuda", None)
+    fact("torch.hip_version", hip)
+    fact("torch.cuda_version", cuda)
+    build = "rocm" if hip else ("cuda" if cuda else "cpu")
+    fact("torch.build", build)
+
+    emit({"stage": "device query"})
+    try:
+        avail = bool(torch.cuda.is_available())
+    except BaseException as exc:  # noqa: BLE001
+        fact("torch.cuda_available", False)
+        fact("torch.smoke_error", "%s: %s" % (type(exc).__name__, exc))
+        emit({"status": "fail", "summary": "torch.cuda.is_available() raised %s" % type(exc).__name__})
+        return
+    fact("torch.cuda_available", avail)
+    try:
+        fact("torch.arch_list", list(torch.cuda.get_arch_list()))
+    except BaseException:  # noqa: BLE001
+        pass
+    if not avail:
+        fact("torch.device_count", 0)
+        if build == "cpu":
+            emit({"status": "fail", "summary": "torch %s is a CPU-only build" % torch.__version__})
+        else:
+            emit({"status": "fail", "summary": "torch %s (%s build) sees no GPU" % (torch.__version__, build)})
+        return
+    n = torch.cuda.device_count()
+    fact("torch.device_count", n)
+    names, archs = [], []
+    for i in range(n):
+        try:
+            p = torch.cuda.get_device_properties(i)
+            names.append(p.name)
+            arch = getattr(p, "gcnArchName", None)
+            if arch:
+                archs.append(arch)
+            elif hasattr(p, "major"):
+                archs.append("sm_%d%d" % (p.major, p.minor))
+        except BaseException as exc:  # noqa: BLE001
+            emit({"note": "device %d properties: %s" % (i, exc)})
+    fact("torch.device_names", names)
+    fact("torch.gcn_arch_names", archs)
+
+    emit({"stage": "smoke test"})
+    try:
+        torch.manual_seed(0)
+        a = torch.randn(256, 256)
+        b = torch.randn(256, 256)
+        want = a @ b
+        got = (a.to("cuda") @ b.to("cuda")).to("cpu")
+        torch.cuda.synchronize()
+        ok = bool(torch.allclose(got, want, rtol=1e-2, atol=1e-2))
+        fact("torch.smoke_ok", ok)
+        if not ok:
+            err = float((got - want).abs().max())
+            fact("torch.smoke_error", "matmul on the GPU differs from the CPU result (max abs error %.3g)" % err)
+            emit({"status": "fail", "summary": "the GPU computed a wrong matmul result"})
+            return
+    except BaseException as exc:  # noqa: BLE001
+        msg = "%s: %s" % (type(exc).__name__, exc)
+        fact("torch.smoke_ok", False)
+        fact("torch.smoke_error", msg)
+        emit({"log": {"name": "smoke test", "text": msg}})
+        emit({"status": "fail", "summary": "the smoke test failed: %s" % msg.splitlines()[0][:200]})
+        return
+    emit({"status": "ok", "summary": "torch %s, %d GPU(s): %s; smoke test passed" % (torch.__version__, n, ", ".join(names))})
+
+
+if __name__ == "__main__":
+    main()

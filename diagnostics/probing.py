@@ -1,0 +1,137 @@
+"""Runs the probes: each in its own child process group, independent ones concurrently."""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+from . import facts as factcat
+from .probes import PROBES, ProbeSpec
+from .runner import ChildResult, Collected, parse_record, run_child
+
+PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
+PROBES_DIR = Path(__file__).resolve().parent / "probes"
+
+Event = dict[str, Any]
+EventFn = Callable[[Event], None]
+
+
+def _child_env(spec: ProbeSpec, extra: dict[str, str] | None) -> dict[str, str]:
+    env = dict(os.environ)
+    if extra:
+        env.update(extra)
+    if spec.module:
+        env["PYTHONPATH"] = PROJECT_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def probe_argv(spec: ProbeSpec, python: str, root: str) -> list[str]:
+    if spec.script:
+        return [python, str(PROBES_DIR / spec.script)]
+    return [sys.executable, "-m", f"diagnostics.probes.{spec.module}", "--root", root]
+
+
+def run_probe(spec: ProbeSpec, *, python: str = sys.executable, root: str = "/", timeout: float | None = None,
+              env: dict[str, str] | None = None, on_event: EventFn | None = None,
+              cancel: threading.Event | None = None) -> dict[str, Any]:
+    col = Collected()
+    lock = threading.Lock()
+
+    def on_line(stream: str, line: str) -> None:
+        if stream != "stdout":
+            return
+        rec = parse_record(line)
+        if rec is None:
+            return
+        with lock:
+            col.feed(rec)
+        if "stage" in rec and on_event:
+            on_event({"event": "stage", "probe": spec.id, "stage": rec["stage"]})
+
+    limit = timeout if timeout is not None else spec.timeout
+    if on_event:
+        on_event({"event": "start", "probe": spec.id, "title": spec.title})
+    res = run_child(probe_argv(spec, python, root), timeout=limit, env=_child_env(spec, env), on_line=on_line,
+                    cancel=cancel)
+    out = finish(spec, res, col)
+    if on_event:
+        on_event({"event": "end", "probe": spec.id, "status": out["status"], "duration_s": out["duration_s"],
+                  "summary": out.get("summary")})
+    return out
+
+
+def finish(spec: ProbeSpec, res: ChildResult, col: Collected) -> dict[str, Any]:
+    """Turn a child's end into a probe result: the child's own verdict, or what killed it."""
+    good, problems = factcat.clean_facts(col.facts)
+    evidence = list(col.evidence)
+    logs = list(col.logs)
+    error = None
+    status = col.status or "ok"
+    if status not in ("ok", "warn", "fail", "skipped"):
+        status = "warn"
+    summary = col.summary
+    where = f" during '{col.stage}'" if col.stage else ""
+    tail = res.stderr_tail(15)
+    if res.status == "timeout":
+        status = "timeout"
+        error = f"no answer within {res.duration_s:.0f}s{where}; the probe was stopped"
+        summary = f"hung{where}"
+    elif res.status == "crashed":
+        status = "crashed"
+        error = f"crashed with {res.signal}{where}"
+        summary = error
+    elif res.start_error:
+        status = "fail"
+        error = res.start_error
+        summary = error
+    elif res.returncode not in (0, None) and col.status is None:
+        status = "fail"
+        error = f"exited with status {res.returncode}{where}"
+        summary = error
+    if status in ("timeout", "crashed") or (error and tail):
+        if tail:
+            evidence.append({"source": f"probe:{spec.id}", "excerpt": f"{error}; last output: {tail[-1500:]}"})
+        else:
+            evidence.append({"source": f"probe:{spec.id}", "excerpt": error or ""})
+        # what the dying child printed is matched like a pasted log ("hipErrorNoBinaryForGpu ... Aborted")
+        text = "\n".join(x for x in (res.stdout_plain(), res.stderr) if x.strip())
+        if text.strip():
+            logs.append({"name": "output", "text": text[-200_000:]})
+    if problems:
+        col.notes.extend(f"dropped a malformed fact: {p}" for p in problems)
+    return {
+        "id": spec.id, "title": spec.title, "status": status, "duration_s": round(res.duration_s, 3),
+        "error": error, "summary": summary, "facts": good, "evidence": evidence, "logs": logs,
+        "notes": col.notes, "stage": col.stage, "provides": list(spec.provides),
+        "output_tail": tail[-4000:], "signal": res.signal, "returncode": res.returncode,
+    }
+
+
+def run_all(specs: list[ProbeSpec] | None = None, *, python: str = sys.executable, root: str = "/",
+            timeout: float | None = None, env: dict[str, str] | None = None, on_event: EventFn | None = None,
+            cancel: threading.Event | None = None) -> list[dict[str, Any]]:
+    """Run independent probes concurrently; results in registry order."""
+    specs = list(specs or PROBES)
+    results: dict[str, dict[str, Any]] = {}
+    t0 = time.monotonic()
+
+    def one(spec: ProbeSpec) -> None:
+        lim = spec.timeout if timeout is None else (timeout if spec.gpu_runtime else min(spec.timeout, timeout))
+        try:
+            results[spec.id] = run_probe(spec, python=python, root=root, timeout=lim, env=env,
+                                         on_event=on_event, cancel=cancel)
+        except Exception as exc:  # the orchestrator must survive any probe
+            results[spec.id] = {"id": spec.id, "title": spec.title, "status": "crashed", "duration_s": 0.0,
+                                "error": f"internal error: {type(exc).__name__}: {exc}", "facts": {},
+                                "evidence": [], "logs": [], "notes": [], "provides": list(spec.provides)}
+
+    with ThreadPoolExecutor(max_workers=max(1, len(specs))) as ex:
+        list(ex.map(one, specs))
+    _ = time.monotonic() - t0
+    return [results[s.id] for s in specs]
