@@ -1,0 +1,1 @@
+"""Alembic migrations of the session store; run by diagnostics.store.migrate()."""

@@ -1,0 +1,79 @@
+"""v2: review workflow (status, notes) and summary columns for list/search/filter, back-filled from the
+stored report JSON of every existing session.
+
+Revision ID: 0002
+Revises: 0001
+"""
+import json
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0002"
+down_revision = "0001"
+branch_labels = None
+depends_on = None
+
+_NEW_COLUMNS = [
+    sa.Column("saved_at", sa.DateTime(), nullable=True),
+    sa.Column("updated_at", sa.DateTime(), nullable=True),
+    sa.Column("status", sa.String(16), nullable=False, server_default="new"),
+    sa.Column("verdict", sa.String(16), nullable=False, server_default="inconclusive"),
+    sa.Column("top_diagnosis_id", sa.String(128), nullable=True),
+    sa.Column("top_severity", sa.String(16), nullable=True),
+    sa.Column("diagnosis_count", sa.Integer(), nullable=False, server_default="0"),
+    sa.Column("gpu_names", sa.Text(), nullable=False, server_default=""),
+    sa.Column("torch_version", sa.String(128), nullable=True),
+    sa.Column("search_text", sa.Text(), nullable=False, server_default=""),
+    sa.Column("imported", sa.Boolean(), nullable=False, server_default=sa.false()),
+]
+
+
+def upgrade() -> None:
+    for col in _NEW_COLUMNS:
+        op.add_column("sessions", col)
+    op.create_index("ix_sessions_host_created", "sessions", ["host", "created_at"])
+    op.create_index("ix_sessions_verdict_created", "sessions", ["verdict", "created_at"])
+    op.create_index("ix_sessions_status_created", "sessions", ["status", "created_at"])
+    op.create_index("ix_sessions_top_diagnosis", "sessions", ["top_diagnosis_id"])
+    op.create_table(
+        "notes",
+        sa.Column("id", sa.Integer(), primary_key=True),
+        sa.Column("session_id", sa.String(36), sa.ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False),
+        sa.Column("author", sa.String(128), nullable=False),
+        sa.Column("text", sa.Text(), nullable=False),
+        sa.Column("created_at", sa.DateTime(), nullable=False),
+    )
+    op.create_index("ix_notes_session_id", "notes", ["session_id"])
+
+    # back-fill the summary columns from the stored reports, in batches
+    from diagnostics.store.summary import summarise
+
+    conn = op.get_bind()
+    sessions = sa.table("sessions", sa.column("id"), sa.column("report_json"), sa.column("created_at"),
+                        sa.column("saved_at"), sa.column("updated_at"),
+                        *[sa.column(c.name) for c in _NEW_COLUMNS if c.name not in ("saved_at", "updated_at")])
+    last = ""
+    while True:
+        rows = conn.execute(sa.select(sessions.c.id, sessions.c.report_json, sessions.c.created_at)
+                            .where(sessions.c.id > last).order_by(sessions.c.id).limit(500)).all()
+        if not rows:
+            break
+        for sid, rj, created in rows:
+            try:
+                summ = summarise(json.loads(rj))
+            except ValueError:
+                continue
+            conn.execute(sessions.update().where(sessions.c.id == sid)
+                         .values(saved_at=created, updated_at=created, **summ))
+        last = rows[-1][0]
+
+
+def downgrade() -> None:
+    op.drop_table("notes")
+    for name in ("ix_sessions_top_diagnosis", "ix_sessions_status_created", "ix_sessions_verdict_created",
+                 "ix_sessions_host_created"):
+        op.drop_index(name, table_name="sessions")
+    with op.batch_alter_table("sessions") as batch:
+        for col in reversed(_NEW_COLUMNS):
+            batch.drop_column(col.name)
