@@ -226,6 +226,10 @@ class Store:
         if migrate_schema:
             migrate(self.engine)
 
+    def display_url(self) -> str:
+        """The database URL without its password, for messages."""
+        return self.engine.url.render_as_string(hide_password=True)
+
     def close(self) -> None:
         self.engine.dispose()
 

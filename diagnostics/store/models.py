@@ -18,7 +18,7 @@ from sqlmodel import Field, SQLModel
 metadata = SQLModel.metadata
 
 STATUSES = ("new", "investigating", "resolved")
-VERDICTS = ("ok", "problems", "inconclusive")
+VERDICTS = ("healthy", "problems", "incomplete")
 
 
 def _fk(nullable: bool = False) -> Column:
@@ -47,7 +47,7 @@ class SessionRow(SQLModel, table=True):
     saved_at: Optional[datetime] = Field(default=None, sa_column=Column(DateTime))
     updated_at: Optional[datetime] = Field(default=None, sa_column=Column(DateTime))
     status: str = Field(default="new", max_length=16)
-    verdict: str = Field(default="inconclusive", max_length=16)
+    verdict: str = Field(default="incomplete", max_length=16)
     top_diagnosis_id: Optional[str] = Field(default=None, max_length=128)
     top_severity: Optional[str] = Field(default=None, max_length=16)
     diagnosis_count: int = 0

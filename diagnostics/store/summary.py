@@ -59,18 +59,19 @@ def top_diagnosis(report: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def verdict(report: dict[str, Any]) -> str:
-    """'problems' (a non-benign diagnosis), 'inconclusive' (a probe crashed/timed out or something is not
-    ruled out), else 'ok'.  A report that carries its own string 'verdict' keeps it."""
+    """'problems' (a non-benign diagnosis of severity critical/error/warning), 'incomplete' (a probe crashed or
+    timed out), else 'healthy' -- the same rule as diagnostics.service.verdict, repeated here so the store
+    does not import the KB machinery.  A report that carries its own string 'verdict' keeps it."""
     v = report.get("verdict")
     if isinstance(v, str) and v:
         return v[:16]
     diags = [d for d in report.get("diagnoses") or [] if isinstance(d, dict)]
-    if any(not _is_benign(d) and str(d.get("severity", "")).lower() in PROBLEM_SEVERITIES for d in diags):
+    if any(not d.get("benign") and d.get("severity") in PROBLEM_SEVERITIES for d in diags):
         return "problems"
     probes = [p for p in report.get("probes") or [] if isinstance(p, dict)]
-    if report.get("not_ruled_out") or any(p.get("status") in ("crashed", "timeout") for p in probes):
-        return "inconclusive"
-    return "ok"
+    if any(p.get("status") in ("crashed", "timeout") for p in probes):
+        return "incomplete"
+    return "healthy"
 
 
 def gpu_names(report: dict[str, Any]) -> list[str]:

@@ -18,7 +18,7 @@ _NEW_COLUMNS = [
     sa.Column("saved_at", sa.DateTime(), nullable=True),
     sa.Column("updated_at", sa.DateTime(), nullable=True),
     sa.Column("status", sa.String(16), nullable=False, server_default="new"),
-    sa.Column("verdict", sa.String(16), nullable=False, server_default="inconclusive"),
+    sa.Column("verdict", sa.String(16), nullable=False, server_default="incomplete"),
     sa.Column("top_diagnosis_id", sa.String(128), nullable=True),
     sa.Column("top_severity", sa.String(16), nullable=True),
     sa.Column("diagnosis_count", sa.Integer(), nullable=False, server_default="0"),
