@@ -143,3 +143,12 @@ def fresh_pg_database(pg_url: str) -> str:
     if _SERVER is None:
         raise RuntimeError("the pg_url fixture is not active")
     return _SERVER.create_database("t_" + uuid.uuid4().hex[:16])
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, empty database of each kind: a SQLite file in tmp_path, and a new database on the test
+    PostgreSQL server.  Tests that take it run once per backend."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'sessions.db'}"
+    return fresh_pg_database(request.getfixturevalue("pg_url"))

@@ -1,0 +1,134 @@
+"""Redaction: every planted secret disappears, placeholders are consistent, harmless text is left alone."""
+from __future__ import annotations
+
+import json
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from diagnostics.redact import is_secret_name, preview_report, redact_report, redact_text
+from tests.test_store_common import GH_SECRET, HF_SECRET, PW_SECRET, sample_report
+
+# (text with a secret, the secret) -- token shapes as the vendors document them
+CASES = [
+    (f"export HF_TOKEN={HF_SECRET}", HF_SECRET),
+    (f"login with {HF_SECRET} please", HF_SECRET),
+    ("AWS key AKIAIOSFODNN7EXAMPLE in use", "AKIAIOSFODNN7EXAMPLE"),
+    ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    (f"token {GH_SECRET}", GH_SECRET),
+    ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcd",
+     "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcd"),
+    ("OPENAI_API_KEY is sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z", "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"),
+    ("slack xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx", "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx"),
+    ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"),
+    ('curl -H "Authorization: Bearer abcDEF123456.ghiJKL-789" https://api', "abcDEF123456.ghiJKL-789"),
+    ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA=="),
+    (f"postgresql://alice:{PW_SECRET}@db.example.org/runs", PW_SECRET),
+    ("WANDB_API_KEY=0123456789abcdef0123456789abcdef01234567", "0123456789abcdef0123456789abcdef01234567"),
+    ("DB_PASSWORD='correct horse'", "correct"),
+    ('{"api_key": "zq8-9931-aa"}', "zq8-9931-aa"),
+    ("password: hunter22", "hunter22"),
+    ("huggingface-cli login --token plainvalue123", "plainvalue123"),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAx\n-----END RSA PRIVATE KEY-----", "MIIEowIBAAKCAQEAx"),
+]
+
+
+@pytest.mark.parametrize("text,secret", CASES, ids=[c[1][:12] for c in CASES])
+def test_secret_is_replaced(text: str, secret: str) -> None:
+    out = redact_text(text)
+    assert secret not in out, out
+    assert "<SECRET-1>" in out
+
+
+@pytest.mark.parametrize("text", [
+    "pad_token_id=50256 max_new_tokens=32 eos_token_id=2",
+    "TOKENIZERS_PARALLELISM=false HSA_OVERRIDE_GFX_VERSION=10.3.0",
+    "HIP_VISIBLE_DEVICES=0,1 ROCR_VISIBLE_DEVICES=0",
+    "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!",
+    "Memory access fault by GPU node-1 (Agent handle: 0x55d0a8f2e570) on address 0x7f2a1c000000.",
+    "https://github.com/ROCm/ROCm/issues/2536",
+    "PWD=/work OLDPWD=/tmp",
+    "HF_HUB_DISABLE_TELEMETRY=1 HF_TOKEN=$HF_TOKEN",
+])
+def test_harmless_text_untouched(text: str) -> None:
+    assert redact_text(text) == text
+
+
+def test_secret_names() -> None:
+    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "OPENAI_API_KEY", "PGPASSWORD",
+                 "env.GITHUB_TOKEN", "db_password", "apiKey", "SLACK_BOT_TOKEN", "MY_CLIENT_SECRET"):
+        assert is_secret_name(name), name
+    for name in ("HSA_OVERRIDE_GFX_VERSION", "TOKENIZERS_PARALLELISM", "pad_token_id", "PWD", "HIP_VISIBLE_DEVICES",
+                 "max_new_tokens", "KEYMAP"):
+        assert not is_secret_name(name), name
+
+
+def test_report_consistent_placeholders_and_not_mutated() -> None:
+    rep = sample_report()
+    before = json.dumps(rep)
+    prev = preview_report(rep)
+    out = prev["report"]
+    assert json.dumps(rep) == before, "the input report must not be modified"
+    text = json.dumps(out)
+    for s in (HF_SECRET, GH_SECRET, PW_SECRET):
+        assert s not in text
+    # the HF token in the env fact and in the log get the same placeholder
+    ph = out["facts"]["env.HF_TOKEN"]
+    assert ph.startswith("<SECRET-")
+    assert f"HF_TOKEN={ph}" in out["logs"][0]["text"]
+    # different secrets, different placeholders
+    kinds = {r["kind"] for r in prev["replacements"]}
+    assert {"huggingface-token", "github-token", "url-password"} <= kinds or "secret-variable" in kinds
+    assert len({r["placeholder"] for r in prev["replacements"]}) == len(prev["replacements"]) >= 3
+    hf = [r for r in prev["replacements"] if r["placeholder"] == ph][0]
+    assert "facts.env.HF_TOKEN" in hf["where"] and "logs[0].text" in hf["where"]
+    # the preview never carries the secret itself
+    assert HF_SECRET not in json.dumps(prev["replacements"])
+    # the non-secret env fact is kept
+    assert out["facts"]["env.HSA_OVERRIDE_GFX_VERSION"] == "11.0.0"
+    # identity is kept unless asked
+    assert out["host"] == rep["host"] and "/home/alice/" in out["facts"]["python.executable"]
+
+
+def test_redaction_is_idempotent() -> None:
+    once = redact_report(sample_report(session_id="x"))
+    assert redact_report(once) == once
+    masked = redact_report(once, mask_identity=True)
+    assert redact_report(masked, mask_identity=True) == masked
+
+
+def test_identity_masking() -> None:
+    rep = sample_report()
+    prev = preview_report(rep, mask_identity=True)
+    out = prev["report"]
+    text = json.dumps(out)
+    assert out["host"] == "<HOST>"
+    assert "gpu-node-07" not in text
+    assert "alice" not in text
+    assert out["facts"]["python.executable"] == "/home/<USER>/venvs/llm/bin/python"
+    assert prev["identity"]["<HOST>"] >= 1 and prev["identity"]["<USER>"] >= 2
+    # unrelated words survive
+    assert "Memory access fault by GPU node-1" in out["logs"][0]["text"]
+
+
+def test_text_identity_from_home_path() -> None:
+    out = redact_text("alice@box:~$ ls /home/alice/models; echo alice", mask_identity=True)
+    assert "alice" not in out and out.count("<USER>") == 3
+
+
+_ALNUM = string.ascii_letters + string.digits
+
+
+@settings(max_examples=150, deadline=None)
+@given(prefix=st.text(alphabet=string.printable, max_size=60), suffix=st.text(alphabet=string.printable, max_size=60),
+       body=st.text(alphabet=_ALNUM, min_size=34, max_size=40),
+       kind=st.sampled_from(["hf_", "ghp_", "github_pat_", "sk-"]))
+def test_property_planted_token_never_survives(prefix: str, suffix: str, body: str, kind: str) -> None:
+    secret = kind + body
+    text = f"{prefix} {secret} {suffix}"
+    out = redact_text(text)
+    assert secret not in out
+    assert redact_text(out) == out
