@@ -399,7 +399,8 @@ def _is_oom(exc: BaseException) -> str | None:
     msg = str(exc)
     if "out of memory" in msg.lower() and ("CUDA" in msg or "HIP" in msg or "GPU" in msg):
         return "gpu"
-    if "DefaultCPUAllocator: can't allocate memory" in msg or "DefaultCPUAllocator: not enough memory" in msg:
+    if ("DefaultCPUAllocator: can't allocate memory" in msg or "DefaultCPUAllocator: not enough memory" in msg
+            or "Cannot allocate memory" in msg):
         return "host"
     return None
 
@@ -409,6 +410,8 @@ def _oom_stop(exc: BaseException, stage: str) -> Stop | None:
     if where is None:
         return None
     text = f"{type(exc).__module__}.{type(exc).__name__}: {exc}"
+    if not str(exc).strip():
+        text += f"(an allocation of {'GPU' if where == 'gpu' else 'host'} memory was refused during {stage})"
     fact("gen.oom", where)
     evidence(f"generation ({stage})", text)
     return Stop(f"oom-{where}", text)
@@ -523,9 +526,10 @@ def _has_accelerate() -> bool:
     return importlib.util.find_spec("accelerate") is not None
 
 
-def run(args) -> dict:
-    result: dict = {"requested_device": args.device, "max_new_tokens": args.max_new_tokens,
-                    "python": sys.executable, "status": "fail"}
+def run(args, result: dict) -> dict:
+    """The generation; *result* is filled as it goes, so the caller can send what was established on failure."""
+    result.update({"requested_device": args.device, "max_new_tokens": args.max_new_tokens,
+                   "python": sys.executable, "status": "fail"})
     fact("gen.requested_device", args.device)
     progress("importing torch")
     t0 = time.perf_counter()
@@ -719,6 +723,11 @@ def run(args) -> dict:
     return result
 
 
+def _send_partial(partial: dict) -> None:
+    if partial:
+        emit({"partial": {k: v for k, v in partial.items() if k != "status"}})
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="gpu-doctor test generation (child process)")
     ap.add_argument("--model", default=None)
@@ -748,18 +757,21 @@ def main(argv=None) -> int:
         tlog.disable_progress_bar()
     except Exception:  # noqa: BLE001 - transformers missing is reported by run()
         pass
+    partial: dict = {}
     try:
         if args.build_only:
             path, name = resolve_model(args.model, args.cache_dir, "cpu")
             emit({"result": {"status": "ok", "model": name, "model_dir": path}})
             return 0
-        result = run(args)
+        result = run(args, partial)
     except Stop as s:
+        _send_partial(partial)
         fact("gen.error", s.message)
         emit({"error": s.message, "kind": s.kind})
         return 1
     except ImportError as e:
         msg = f"{type(e).__name__}: {e}"
+        _send_partial(partial)
         fact("gen.error", msg)
         emit({"error": msg, "kind": "import-failed"})
         return 1
@@ -776,6 +788,7 @@ def main(argv=None) -> int:
             pass
         msg = f"{type(e).__name__}: {e}"
         traceback.print_exc(file=sys.stderr)
+        _send_partial(partial)
         fact("gen.error", msg)
         emit({"error": msg, "kind": kind})
         return 1
