@@ -124,7 +124,13 @@ def run_tool(argv: list[str], timeout: float = 15.0, env: dict[str, str] | None 
             pass
         out, err = p.communicate()
         problem = "timeout"
-    return p.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), problem
+    return p.returncode, strip_ansi(out.decode("utf-8", "replace")), strip_ansi(err.decode("utf-8", "replace")), problem
+
+
+def strip_ansi(text: str) -> str:
+    import re
+
+    return re.sub(r"\x1b\[[0-9;?]*[ -/]*[@-~]", "", text) if "\x1b" in text else text
 
 
 def probe_main(collect: Callable[[str, Emitter], None]) -> None:

@@ -51,7 +51,28 @@ def _try_open(path: str) -> str | None:
     return None
 
 
+PCI_VENDORS = {"0x1002": "amd", "0x10de": "nvidia"}
+
+
+def pci_gpus(root: str) -> list[tuple[str, str, str]]:
+    """(vendor, device id, slot) of display controllers (class 0x03) and processing accelerators (0x12)."""
+    out = []
+    for dev in sorted(glob.glob(rpath(root, "/sys/bus/pci/devices/*"))):
+        cls = (read_file(root, os.path.join("/sys/bus/pci/devices", os.path.basename(dev), "class")) or "").strip()
+        ven = (read_file(root, os.path.join("/sys/bus/pci/devices", os.path.basename(dev), "vendor")) or "").strip()
+        did = (read_file(root, os.path.join("/sys/bus/pci/devices", os.path.basename(dev), "device")) or "").strip()
+        if cls.startswith(("0x03", "0x12")) and ven in PCI_VENDORS:
+            out.append((PCI_VENDORS[ven], did, os.path.basename(dev)))
+    return out
+
+
 def collect(root: str, out: Emitter) -> None:
+    # --- PCI inventory: which GPUs exist at all, whatever software is installed
+    if os.path.isdir(rpath(root, "/sys/bus/pci/devices")):
+        gpus = pci_gpus(root)
+        out.fact("pci.amd_gpu_count", sum(1 for v, _, _ in gpus if v == "amd"))
+        out.fact("pci.nvidia_gpu_count", sum(1 for v, _, _ in gpus if v == "nvidia"))
+        out.fact("pci.amd_gpu_ids", [d for v, d, _ in gpus if v == "amd"])
     # --- kernel driver
     amdgpu = os.path.isdir(rpath(root, "/sys/module/amdgpu"))
     out.fact("driver.amdgpu_loaded", amdgpu)

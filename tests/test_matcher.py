@@ -1,0 +1,90 @@
+"""The matcher: three-valued logic, evidence, ranking of causes above consequences and benign noise."""
+import textwrap
+
+import pytest
+
+from diagnostics.kb import load_kb
+from diagnostics.matcher import Matcher
+
+
+def entry(eid, when, severity="error", extra=""):
+    lines = [f"id: {eid}", f"title: Title of {eid}", f"severity: {severity}"]
+    lines += [x for x in extra.split("\n") if x]
+    lines += ["when:"] + ["  " + x for x in when.split("\n")]
+    lines += ["symptoms: s", "cause: c", f'fix: "1. fix {eid}"', f"links: [https://example.org/{eid}]",
+              "tests:", '  - {name: a, logs: "zzz-never", expect: silent}', '  - {name: b, logs: "zzz-never", expect: fire}']
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def kb(tmp_path):
+    files = {
+        "no-binary": entry("no-binary", "any:\n  - log: 'hipErrorNoBinaryForGpu'\n  - {fact: torch.arch_supported, eq: false}",
+                           severity="critical", extra="supersedes: [segfault]\nconfidence: 0.9"),
+        "segfault": entry("segfault", "log: '(?i)segmentation fault'", severity="critical"),
+        "cpu-wheel": entry("cpu-wheel", "all:\n  - {fact: torch.build, eq: cpu}\n  - {fact: kfd.present, eq: true}"),
+        "not-cpu": entry("not-cpu", "not: {fact: torch.build, eq: cpu}", severity="warning"),
+        "old-rocm": entry("old-rocm", "{fact: rocm.version, version_lt: '6.0'}", severity="warning"),
+        "noise": entry("noise", "log: 'MIOpen\\(HIP\\): Warning \\[SQLiteBase\\] Missing system database file'",
+                       severity="info", extra="benign: true\nconfidence: 0.99"),
+    }
+    for k, v in files.items():
+        (tmp_path / f"{k}.yaml").write_text(v)
+    kb = load_kb(tmp_path)
+    assert not kb.errors, kb.errors
+    return kb
+
+
+def ids(res):
+    return [d["id"] for d in res["diagnoses"]]
+
+
+def test_absent_fact_is_unknown_not_false(kb):
+    m = Matcher(kb)
+    # `not (torch.build == cpu)` must not fire just because torch.build is unknown
+    assert "not-cpu" not in ids(m.match({}, []))
+    assert "not-cpu" in ids(m.match({"torch.build": "rocm"}, []))
+    # all(cpu, kfd.present) with kfd unknown: not fired; reported as not ruled out when a probe failed
+    res = m.match({"torch.build": "cpu"}, [], unknown_facts={"kfd.present"})
+    assert "cpu-wheel" not in ids(res)
+    assert [d["id"] for d in res["not_ruled_out"]] == ["cpu-wheel"]
+    assert "kfd.present" in res["not_ruled_out"][0]["reason"]
+
+
+def test_evidence_has_log_lines_and_facts(kb):
+    log = "loading\n\x1b[31mhipErrorNoBinaryForGpu: Unable to find code object\x1b[0m\r\nAborted (core dumped)\n"
+    res = Matcher(kb).match({"torch.build": "cpu", "kfd.present": True}, [("app.log", log)],
+                            fact_sources={"torch.build": "probe:torch"})
+    d = {x["id"]: x for x in res["diagnoses"]}
+    ev = d["no-binary"]["evidence"][0]
+    assert ev["source"] == "app.log" and ev["line"] == 2 and ev["excerpt"].startswith("hipErrorNoBinaryForGpu")
+    assert {"source": "probe:torch", "excerpt": "torch.build = cpu", "kind": "fact", "fact": "torch.build"} in d["cpu-wheel"]["evidence"]
+
+
+def test_root_cause_ranks_above_its_consequence_and_benign_last(kb):
+    log = ("MIOpen(HIP): Warning [SQLiteBase] Missing system database file: gfx1030_30.kdb\n"
+           "Segmentation fault (core dumped)\n"
+           "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\n")
+    res = Matcher(kb).match({}, [("log", log)])
+    order = ids(res)
+    assert order[0] == "no-binary"
+    assert order.index("segfault") > order.index("no-binary")
+    assert order[-1] == "noise"
+    seg = next(d for d in res["diagnoses"] if d["id"] == "segfault")
+    assert seg["consequence_of"] == ["no-binary"]
+    assert res["diagnoses"][-1]["severity"] == "info" and res["diagnoses"][-1]["benign"]
+
+
+def test_version_comparison_ignores_local_part(kb):
+    m = Matcher(kb)
+    assert "old-rocm" in ids(m.match({"rocm.version": "5.7.1"}, []))
+    assert "old-rocm" not in ids(m.match({"rocm.version": "6.2.41133-abc"}, []))
+    assert "old-rocm" not in ids(m.match({"rocm.version": "garbage"}, []))
+
+
+def test_binary_and_huge_lines_do_not_break_matching(kb):
+    junk = bytes(range(256)).decode("latin-1") * 1000
+    line = "x" * 2_000_000 + " hipErrorNoBinaryForGpu " + "y" * 100
+    res = Matcher(kb).match({}, [("junk", junk), ("long", line)])
+    d = next(d for d in res["diagnoses"] if d["id"] == "no-binary")
+    assert len(d["evidence"][0]["excerpt"]) < 1000
