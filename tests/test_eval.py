@@ -29,7 +29,7 @@ def _required_ids() -> set[str]:
     for candidate in (ROOT / "docs" / "kb-required-ids.md", REQUIRED_IDS_FILE):
         if candidate.exists():
             text = candidate.read_text(encoding="utf-8")
-            return set(re.findall(r"^\|\s*([a-z0-9-]+)\s*\|", text, flags=re.M)) - {"id"}
+            return set(re.findall(r"^\|\s*([a-z][a-z0-9-]*)\s*\|", text, flags=re.M)) - {"id"}
     return set()
 
 
