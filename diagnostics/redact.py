@@ -69,7 +69,7 @@ def is_secret_name(name: str) -> bool:
 _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("private-key", re.compile(
         r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----[\s\S]{0,20000}?-----END (?:[A-Z]+ )?PRIVATE KEY-----")),
-    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{40,255})\b")),
+    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})\b")),
     ("huggingface-token", re.compile(r"\b(?:hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z0-9]{30,})\b")),
     ("aws-access-key-id", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16}\b")),
     ("openai-style-key", re.compile(r"\bsk-(?:[A-Za-z0-9]+-){0,3}[A-Za-z0-9_\-]{20,}")),

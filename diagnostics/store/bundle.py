@@ -258,8 +258,10 @@ def parse_bundle(data: bytes) -> tuple[dict[str, Any], list[str]]:
     try:
         bundle = json.loads(text)
     except json.JSONDecodeError as e:
-        hint = "truncated" if e.pos >= len(text.rstrip()) - 1 else "damaged"
-        raise BundleError(f"refused: the bundle is not valid JSON (it looks {hint}): {e.msg} at line {e.lineno} "
+        ends_early = e.msg.startswith("Unterminated") or e.pos >= len(text.rstrip()) - 1
+        hint = "it ends too early: truncated, e.g. by an interrupted download" if ends_early else \
+            "it is truncated or damaged"
+        raise BundleError(f"refused: the bundle is not valid JSON ({hint}): {e.msg} at line {e.lineno} "
                           f"column {e.colno}") from None
     except RecursionError:
         raise BundleError("refused: the bundle nests too deeply") from None
