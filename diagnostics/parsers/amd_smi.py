@@ -1,0 +1,359 @@
+"""Parser for ``amd-smi`` output (ROCm 6.x and 7.x): ``amd-smi version``, ``amd-smi list``, ``amd-smi static``,
+``amd-smi metric``, their ``--json`` forms, the default summary table of AMD-SMI 26 (``amd-smi`` with no
+arguments), and the tool's errors.
+
+Shapes seen in real reports:
+
+* ``AMDSMI Tool: 24.7.1+8dc45db | AMDSMI Library version: 25.1.0.0 | ROCm version: 6.3.3`` (``| amdgpu
+  version: ...`` added later; on the in-tree driver that "version" is the kernel's);
+* ``GPU: 0`` blocks with nested ``KEY: value`` lines (``ASIC: MARKET_NAME / TARGET_GRAPHICS_VERSION``,
+  ``VRAM: SIZE: 65536 MB``, ``MEM_USAGE: TOTAL_VRAM / USED_VRAM / FREE_VRAM``, ``DRIVER: VERSION``), memory in
+  MB meaning MiB;
+* the boxed summary: ``| AMD-SMI 26.2.2+...  amdgpu version: ... ROCm version: 7.2.1 |`` then per GPU a
+  ``| <BDF>  <name> | ...`` row and a ``|  <gpu> <hip-id> ... | ... used/total MB |`` row;
+* JSON: a list of ``{"gpu": 0, "asic": {...}, "vram": {"size": {"value": .., "unit": "MB"}}}`` objects (or
+  wrapped in ``{"gpu_data": [...]}``), values either ``{"value", "unit"}`` pairs or strings like ``"196592 MB"``;
+* errors: ``ERROR: Unable to detect any GPU devices, check amdgpu version and module status``,
+  ``AMDSMI_STATUS_*`` codes, Python tracebacks of the CLI.
+
+Standard library only.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from .base import ParseResult
+from .rocminfo import classify_gfx, is_placeholder, looks_like_driver_version, normalise_gfx, strip_ansi
+
+KIND = "amd_smi"
+
+_GPU_HEADER_RE = re.compile(r"^GPU:\s*(\d+)\s*$")
+_ROCM_VERSION_RE = re.compile(r"ROCm version:\s*(\d+\.\d+(?:\.\d+)*)")
+_AMDGPU_VERSION_RE = re.compile(r"amdgpu version:\s*([^\s|]+)")
+_BOX_NAME_ROW_RE = re.compile(r"^\|\s*([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(.*?)\s*\|")
+_BOX_IDX_ROW_RE = re.compile(r"^\|\s*(\d+)\s+\S+.*?\|.*?(\d+)\s*/\s*(\d+)\s*MB\s*\|")
+_MEM_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?i?B)\b", re.IGNORECASE)
+_SELECTION_RE = re.compile(r"amd-smi\b[^\n]*\s(?:-g|--gpu)\s+\d")
+_JSON_START_RE = re.compile(r"(?m)^[ \t]*[\[{]")
+
+_UNIT = {"b": 1, "kb": 1024, "kib": 1024, "mb": 1024 ** 2, "mib": 1024 ** 2, "gb": 1024 ** 3, "gib": 1024 ** 3,
+         "tb": 1024 ** 4, "tib": 1024 ** 4}
+
+_ERROR_MARKERS = ("Unable to detect any GPU devices", "AMDSMI_STATUS_", "Traceback (most recent call last)",
+                  "ModuleNotFoundError", "ImportError", "amdsmi_init", "Permission denied")
+
+
+def detect(text: str) -> float:
+    head = strip_ansi(text[:200_000])
+    score = 0.0
+    if "AMDSMI Tool:" in head or "| AMD-SMI " in head or "AMD-SMI " in head and "ROCm version:" in head:
+        score = 0.95
+    if "Unable to detect any GPU devices, check amdgpu version" in head or "AMDSMI_STATUS_" in head:
+        score = max(score, 0.9)
+    if "MARKET_NAME:" in head or "TARGET_GRAPHICS_VERSION:" in head or "TOTAL_VRAM:" in head:
+        score = max(score, 0.85)
+    if re.search(r"(?m)^\s*GPU:\s*\d+\s*$", head) and ("BDF:" in head or "UUID:" in head or "KFD_ID:" in head):
+        score = max(score, 0.8)
+    if '"market_name"' in head or '"target_graphics_version"' in head or '"total_vram"' in head \
+            or '"amdsmi_library_version"' in head or ('"bdf"' in head and '"gpu"' in head):
+        score = max(score, 0.85)
+    if "amdsmi" in head.lower() and score < 0.5:
+        score = 0.5
+    return score
+
+
+class _Gpu:
+    __slots__ = ("name", "gfx", "total", "used", "free", "driver", "kernel")
+
+    def __init__(self) -> None:
+        self.name: str | None = None
+        self.gfx: str | None = None
+        self.total: int | None = None
+        self.used: int | None = None
+        self.free: int | None = None
+        self.driver: str | None = None
+        self.kernel: str | None = None
+
+
+def parse(text: str) -> ParseResult:
+    res = ParseResult(kind=KIND)
+    try:
+        _parse_into(text, res)
+    except Exception as exc:
+        res.notes.append(f"the amd-smi text could not be read to the end ({type(exc).__name__}); facts may be incomplete")
+    return res
+
+
+def _bytes(value: Any) -> int | None:
+    """'65536 MB' / {'value': 65536, 'unit': 'MB'} / 65536 (MB) -> bytes; None for N/A."""
+    if isinstance(value, dict):
+        v, unit = value.get("value"), str(value.get("unit", "MB"))
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            factor = _UNIT.get(unit.strip().lower())
+            return int(v * factor) if factor else None
+        return _bytes(f"{v} {unit}") if v is not None else None
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return int(value * _UNIT["mb"])
+    m = _MEM_RE.match(str(value))
+    if not m:
+        return None
+    factor = _UNIT.get(m.group(2).lower())
+    return int(float(m.group(1)) * factor) if factor else None
+
+
+def _set_gfx(gpu: _Gpu, value: str, res: ParseResult) -> None:
+    m = re.match(r"gfx[0-9a-f]+", str(value).strip().lower())
+    if not m:
+        return
+    target, rewritten = normalise_gfx(m.group(0))
+    if target:
+        gpu.gfx = target
+        if rewritten:
+            note = f"amd-smi printed {m.group(0)}, which is {target} (the target version written in decimal)"
+            if note not in res.notes:
+                res.notes.append(note)
+
+
+def _json_gpus(obj: Any) -> list[dict]:
+    if isinstance(obj, list):
+        return [o for o in obj if isinstance(o, dict) and "gpu" in o]
+    if isinstance(obj, dict):
+        if "gpu" in obj and isinstance(obj.get("gpu"), int):
+            return [obj]
+        for v in obj.values():
+            if isinstance(v, list) and any(isinstance(o, dict) and "gpu" in o for o in v):
+                return [o for o in v if isinstance(o, dict) and "gpu" in o]
+    return []
+
+
+def _find_key(obj: Any, needle: str, depth: int = 0) -> Any:
+    if depth > 3:
+        return None
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if needle in str(k).lower():
+                return v
+        for v in obj.values():
+            r = _find_key(v, needle, depth + 1)
+            if r is not None:
+                return r
+    elif isinstance(obj, list):
+        for v in obj[:8]:
+            r = _find_key(v, needle, depth + 1)
+            if r is not None:
+                return r
+    return None
+
+
+def _parse_json(text: str, gpus: dict[int, _Gpu], state: dict[str, Any], res: ParseResult) -> None:
+    decoder = json.JSONDecoder()
+    for attempt, m in enumerate(_JSON_START_RE.finditer(text)):
+        if attempt >= 3:
+            break
+        start = m.end() - 1
+        try:
+            obj, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            continue
+        rocm = _find_key(obj, "rocm_version")
+        if isinstance(rocm, str) and re.fullmatch(r"\d+\.\d+(?:\.\d+)*", rocm.strip()):
+            state["rocm_version"] = rocm.strip()
+        items = _json_gpus(obj)
+        for item in items:
+            idx = item.get("gpu")
+            if not isinstance(idx, int) or isinstance(idx, bool):
+                continue
+            gpu = gpus.setdefault(idx, _Gpu())
+            asic = item.get("asic") if isinstance(item.get("asic"), dict) else {}
+            name = asic.get("market_name")
+            if isinstance(name, str) and not is_placeholder(name):
+                gpu.name = name.strip()
+            tgv = asic.get("target_graphics_version")
+            if tgv is not None:
+                _set_gfx(gpu, str(tgv), res)
+            vram = item.get("vram") if isinstance(item.get("vram"), dict) else {}
+            if "size" in vram:
+                b = _bytes(vram.get("size"))
+                if b is not None:
+                    gpu.total = b
+            mem = item.get("mem_usage") if isinstance(item.get("mem_usage"), dict) else {}
+            for key, attr in (("total_vram", "total"), ("used_vram", "used"), ("free_vram", "free")):
+                if key in mem:
+                    b = _bytes(mem.get(key))
+                    if b is not None:
+                        setattr(gpu, attr, b)
+            drv = item.get("driver") if isinstance(item.get("driver"), dict) else {}
+            if isinstance(drv.get("version"), str):
+                gpu.driver = drv["version"]
+            if isinstance(drv.get("os_kernel_version"), str):
+                gpu.kernel = drv["os_kernel_version"]
+        if items or rocm:
+            state["json"] = True
+            return
+    if "{" in text and ('"gpu"' in text or '"asic"' in text):
+        res.notes.append("the JSON part could not be read: truncated?")
+
+
+def _parse_into(text: str, res: ParseResult) -> None:
+    if not isinstance(text, str):
+        text = str(text)
+    text = strip_ansi(text).replace("\x00", "")
+    if not text.strip():
+        res.notes.append("empty input")
+        return
+
+    gpus: dict[int, _Gpu] = {}
+    errors: list[str] = []
+    primary: str | None = None
+    state: dict[str, Any] = {}
+    no_gpus = False
+    driver_not_loaded = False
+    cur: _Gpu | None = None
+    stack: list[tuple[int, str]] = []
+    pending_box: str | None = None
+
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        # --- errors ---------------------------------------------------------------------------------
+        if line.startswith("ERROR") or any(marker in line for marker in _ERROR_MARKERS):
+            if "SyntaxWarning" not in line:
+                errors.append(line)
+                if primary is None:
+                    primary = line
+                if "Unable to detect any GPU devices" in line:
+                    no_gpus = True
+                if "DRIVER_NOT_LOADED" in line or "Driver not loaded" in line:
+                    driver_not_loaded = True
+            continue
+        # --- version strings (amd-smi version, the summary box header) ------------------------------------
+        if "ROCm version:" in line:
+            m = _ROCM_VERSION_RE.search(line)
+            if m:
+                state["rocm_version"] = m.group(1)
+        if "amdgpu version:" in line:
+            m = _AMDGPU_VERSION_RE.search(line)
+            if m:
+                state["amdgpu_version"] = m.group(1)
+            continue
+        # --- the summary box --------------------------------------------------------------------------------
+        if line.startswith("|"):
+            m = _BOX_NAME_ROW_RE.match(line)
+            if m:
+                pending_box = m.group(2).strip()
+                continue
+            m = _BOX_IDX_ROW_RE.match(line)
+            if m and pending_box is not None:
+                gpu = gpus.setdefault(int(m.group(1)), _Gpu())
+                if not is_placeholder(pending_box):
+                    gpu.name = pending_box
+                gpu.used = int(m.group(2)) * _UNIT["mb"]
+                gpu.total = int(m.group(3)) * _UNIT["mb"]
+                pending_box = None
+            continue
+        # --- GPU: N blocks ------------------------------------------------------------------------------------
+        m = _GPU_HEADER_RE.match(line)
+        if m:
+            cur = gpus.setdefault(int(m.group(1)), _Gpu())
+            stack = []
+            continue
+        if cur is None:
+            continue
+        key, sep, val = line.partition(":")
+        if not sep:
+            continue
+        key = key.strip().upper()
+        val = val.strip()
+        indent = len(raw) - len(raw.lstrip())
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        section = stack[-1][1] if stack else ""
+        if not val:
+            stack.append((indent, key))
+            continue
+        if key == "MARKET_NAME":
+            if not is_placeholder(val):
+                cur.name = val
+        elif key == "TARGET_GRAPHICS_VERSION":
+            _set_gfx(cur, val, res)
+        elif key == "SIZE" and section == "VRAM":
+            b = _bytes(val)
+            if b is not None:
+                cur.total = b
+        elif key == "TOTAL_VRAM":
+            b = _bytes(val)
+            if b is not None:
+                cur.total = b
+        elif key == "USED_VRAM":
+            b = _bytes(val)
+            if b is not None:
+                cur.used = b
+        elif key == "FREE_VRAM":
+            b = _bytes(val)
+            if b is not None:
+                cur.free = b
+        elif key == "VERSION" and section == "DRIVER":
+            cur.driver = val
+        elif key == "OS_KERNEL_VERSION":
+            cur.kernel = val
+
+    if "{" in text or "[" in text:
+        if re.search(r'"(gpu|asic|market_name|rocm_version|mem_usage|amdsmi_library_version)"', text):
+            _parse_json(text, gpus, state, res)
+
+    facts: dict[str, Any] = {}
+    if "rocm_version" in state:
+        facts["rocm.version"] = state["rocm_version"]
+    selected = bool(_SELECTION_RE.search(text))
+    if gpus:
+        order = sorted(gpus)
+        if selected:
+            res.notes.append("the command selected GPUs (-g): the number of GPUs on the machine cannot be read from it")
+        else:
+            facts["gpu.count"] = len(order)
+        facts["driver.amdgpu_loaded"] = True
+        names = [gpus[i].name for i in order]
+        if all(names):
+            facts["gpu.names"] = names
+        targets = [gpus[i].gfx for i in order]
+        if all(targets):
+            facts["gpu.gfx_targets"] = targets
+            kinds = [classify_gfx(t) for t in targets]
+            if all(kinds) and not selected:
+                facts["gpu.integrated_count"] = kinds.count("integrated")
+                facts["gpu.discrete_count"] = kinds.count("discrete")
+                facts["gpu.first_is_integrated"] = kinds[0] == "integrated" and "discrete" in kinds
+        with_total = [gpus[i] for i in order if gpus[i].total is not None]
+        if with_total:
+            biggest = max(with_total, key=lambda g: g.total or 0)
+            facts["gpu.vram_total_bytes"] = biggest.total
+            if biggest.used is not None:
+                facts["gpu.vram_used_bytes"] = biggest.used
+            if biggest.free is not None:
+                facts["gpu.vram_free_bytes"] = biggest.free
+            elif biggest.used is not None and biggest.total is not None and biggest.total >= biggest.used:
+                facts["gpu.vram_free_bytes"] = biggest.total - biggest.used
+        drivers = {(g.driver, g.kernel) for g in gpus.values() if g.driver}
+        for drv, kernel in drivers:
+            if looks_like_driver_version(drv, kernel):
+                facts["driver.amdgpu_version"] = drv.strip()
+                break
+    elif no_gpus and not selected:
+        facts["gpu.count"] = 0
+    if "driver.amdgpu_version" not in facts and state.get("amdgpu_version"):
+        v = state["amdgpu_version"]
+        if looks_like_driver_version(v) and "-" not in v:
+            facts["driver.amdgpu_version"] = v
+    if driver_not_loaded:
+        facts["driver.amdgpu_loaded"] = False
+    if primary is not None:
+        facts["rocm_smi.error"] = primary
+    if not gpus and not errors and "rocm_version" not in state:
+        res.notes.append("no amd-smi content recognised")
+    res.facts.update(facts)
+    res.errors.extend(errors)

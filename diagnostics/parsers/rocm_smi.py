@@ -1,0 +1,286 @@
+"""Parser for ``rocm-smi`` output: the concise table (old and new layouts), ``GPU[n] : key: value``
+sections (``--showproductname``, ``--showmeminfo vram``, ``-i``, ``--showallinfo``), ``--json`` and
+``--csv``, and the tool's error lines.
+
+Layouts seen in real reports:
+
+* ROCm 5.x concise table: ``GPU  Temp   AvgPwr  SCLK  MCLK  Fan  Perf  PwrCap  VRAM%  GPU%``, one row per
+  GPU starting with its index;
+* ROCm 6.x/7.x concise table: ``Device  Node  IDs  Temp  Power  Partitions  SCLK ...`` with a second header
+  line ``(DID,     GUID)  (Edge)  (Avg)  (Mem, Compute, ID)`` and a ruler before the rows;
+* ``GPU[0]\t\t: Card series: \t\t...`` (tabs, or spaces after a copy), keys spelt ``Card series`` (ROCm <= 5)
+  or ``Card Series`` (6.x), ``GFX Version: gfx1100`` on newer releases;
+* ``--json``: ``{"card0": {...}, ...}``; ``--csv``: ``device,Card series,...`` then ``card0,...``.
+
+Errors: ``ERROR:root:Driver not initialized (amdgpu not found in modules)`` (driver absent; rocm-smi still
+exits 0), ``WARNING: No AMD GPUs specified`` (nothing listed), ``Unable to get devices, /sys/class/drm is
+empty or missing`` / ``ERROR: No DRM devices available. Exiting`` (ROCm 3.x).
+
+rocm-smi's "GFX Version" of some releases prints the stepping in decimal (``gfx9010`` for gfx90a,
+ROCm/rocm_smi_lib#159); it is normalised.  Standard library only.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import re
+from typing import Any
+
+from .base import ParseResult
+from .rocminfo import is_placeholder, normalise_gfx, strip_ansi
+
+KIND = "rocm_smi"
+
+_GPU_LINE_RE = re.compile(r"^\s*GPU\[(\d+)\]\s*:\s*(.*)$")
+_ROW_RE = re.compile(r"^\s*(\d+)\s+\S")
+_JSON_START_RE = re.compile(r"(?m)^[ \t]*\{")
+_SELECTION_RE = re.compile(r"rocm-smi\b[^\n]*\s(?:-d|--device)\s+\d")
+
+_NAME_KEYS = ("card series", "card_series")
+_FALLBACK_NAME_KEYS = ("device name", "marketing name")
+_GFX_KEYS = ("gfx version",)
+_VRAM_TOTAL_KEYS = ("vram total memory (b)",)
+_VRAM_USED_KEYS = ("vram total used memory (b)",)
+
+_ERROR_PATTERNS = (
+    ("Driver not initialized (amdgpu not found in modules)", "driver_missing"),
+    ("No AMD GPUs specified", "no_gpus"),
+    ("/sys/class/drm is empty or missing", "no_gpus"),
+    ("No DRM devices available", "no_gpus"),
+)
+
+
+def detect(text: str) -> float:
+    head = strip_ansi(text[:200_000])
+    score = 0.0
+    if "ROCm System Management Interface" in head or "End of ROCm SMI Log" in head:
+        score = 0.95
+    if "Driver not initialized (amdgpu not found in modules)" in head or "No AMD GPUs specified" in head:
+        score = max(score, 0.9)
+    if "No DRM devices available" in head or "/sys/class/drm is empty or missing" in head:
+        score = max(score, 0.85)
+    if re.search(r"(?mi)^\s*device,(?:card series|gpu use|vram total|temperature|driver version)", head):
+        score = max(score, 0.85)
+    if re.search(r'"card\d+"\s*:\s*\{', head) and ("Card" in head or "VRAM Total" in head or "GFX Version" in head
+                                                    or "Device Name" in head or "Temperature (Sensor" in head):
+        score = max(score, 0.85)
+    if "GPU[" in head and re.search(
+            r"GPU\[\d+\]\s*:\s*(Card series|Card Series|VRAM Total|Device Name|Device ID|GFX Version|Temperature)", head):
+        score = max(score, 0.8)
+    if "Concise Info" in head and "Temp" in head:
+        score = max(score, 0.7)
+    return score
+
+
+class _Gpu:
+    __slots__ = ("name", "fallback_name", "gfx", "total", "used")
+
+    def __init__(self) -> None:
+        self.name: str | None = None
+        self.fallback_name: str | None = None
+        self.gfx: str | None = None
+        self.total: int | None = None
+        self.used: int | None = None
+
+
+def parse(text: str) -> ParseResult:
+    res = ParseResult(kind=KIND)
+    try:
+        _parse_into(text, res)
+    except Exception as exc:
+        res.notes.append(f"the rocm-smi text could not be read to the end ({type(exc).__name__}); facts may be incomplete")
+    return res
+
+
+def _int(value: Any) -> int | None:
+    try:
+        s = str(value).strip()
+        return int(s) if s.isdigit() else None
+    except Exception:
+        return None
+
+
+def _apply_kv(gpu: _Gpu, key: str, value: Any, res: ParseResult) -> None:
+    k = key.strip().lower().rstrip(":")
+    v = str(value).strip()
+    if k in _NAME_KEYS:
+        if not is_placeholder(v):
+            gpu.name = v
+    elif k in _FALLBACK_NAME_KEYS:
+        if not is_placeholder(v):
+            gpu.fallback_name = v
+    elif k in _GFX_KEYS:
+        m = re.match(r"gfx[0-9a-f]+", v.lower())
+        if m:
+            target, rewritten = normalise_gfx(m.group(0))
+            if target:
+                gpu.gfx = target
+                if rewritten:
+                    note = f"rocm-smi printed {m.group(0)}, which is {target} (its stepping written in decimal)"
+                    if note not in res.notes:
+                        res.notes.append(note)
+    elif k in _VRAM_TOTAL_KEYS:
+        n = _int(v)
+        if n is not None:
+            gpu.total = n
+    elif k in _VRAM_USED_KEYS:
+        n = _int(v)
+        if n is not None:
+            gpu.used = n
+
+
+def _parse_json(text: str, gpus: dict[int, _Gpu], res: ParseResult) -> bool:
+    decoder = json.JSONDecoder()
+    for attempt, m in enumerate(_JSON_START_RE.finditer(text)):
+        if attempt >= 3:
+            break
+        try:
+            obj, _ = decoder.raw_decode(text, m.end() - 1)
+        except ValueError:
+            continue
+        if not isinstance(obj, dict):
+            continue
+        found = False
+        for card, data in obj.items():
+            cm = re.fullmatch(r"card(\d+)", str(card))
+            if not cm or not isinstance(data, dict):
+                continue
+            found = True
+            gpu = gpus.setdefault(int(cm.group(1)), _Gpu())
+            for k, v in data.items():
+                _apply_kv(gpu, str(k), v, res)
+        if found:
+            return True
+    if "{" in text and '"card' in text:
+        res.notes.append("the JSON part could not be read: truncated?")
+    return False
+
+
+def _parse_csv(lines: list[str], gpus: dict[int, _Gpu], res: ParseResult) -> None:
+    header: list[str] | None = None
+    for line in lines:
+        s = line.strip()
+        if not s:
+            continue
+        if s.lower().startswith("device,"):
+            header = next(csv.reader([s]))
+            continue
+        if header is None:
+            continue
+        m = re.match(r"card(\d+),", s)
+        if not m:
+            continue
+        row = next(csv.reader([s]))
+        gpu = gpus.setdefault(int(m.group(1)), _Gpu())
+        for k, v in zip(header[1:], row[1:]):
+            _apply_kv(gpu, k, v, res)
+
+
+def _parse_into(text: str, res: ParseResult) -> None:
+    if not isinstance(text, str):
+        text = str(text)
+    text = strip_ansi(text).replace("\x00", "")
+    if not text.strip():
+        res.notes.append("empty input")
+        return
+
+    gpus: dict[int, _Gpu] = {}
+    errors: list[str] = []
+    primary: str | None = None
+    driver_missing = False
+    no_gpus = False
+    in_table = False
+    saw_smi_frame = False
+    lines = text.splitlines()
+
+    for raw in lines:
+        line = raw.strip()
+        if not line:
+            continue
+        # errors first
+        hit = None
+        for pattern, what in _ERROR_PATTERNS:
+            if pattern in line:
+                hit = what
+                break
+        if hit is not None:
+            errors.append(line)
+            if primary is None:
+                primary = line
+            if hit == "driver_missing":
+                driver_missing = True
+            else:
+                no_gpus = True
+            continue
+        if line.startswith(("ERROR", "WARNING")) or line.startswith("cat: /sys/module/amdgpu"):
+            errors.append(line)
+            if primary is None and line.startswith("ERROR"):
+                primary = line
+            continue
+        if "ROCm System Management Interface" in line or "End of ROCm SMI Log" in line:
+            saw_smi_frame = True
+            in_table = False
+            continue
+        if "Concise Info" in line:
+            in_table = True
+            continue
+        m = _GPU_LINE_RE.match(line)
+        if m:
+            in_table = False
+            idx = int(m.group(1))
+            key, sep, val = m.group(2).partition(":")
+            gpu = gpus.setdefault(idx, _Gpu())
+            if sep:
+                _apply_kv(gpu, key, val, res)
+            continue
+        if in_table:
+            first = line.split(None, 1)[0]
+            if first in ("GPU", "Device") or line.startswith("("):
+                continue  # header lines
+            if line.startswith("=") or line.startswith("-"):
+                continue  # rulers (the new layout has one between header and rows)
+            rm = _ROW_RE.match(line)
+            if rm:
+                gpus.setdefault(int(rm.group(1)), _Gpu())
+            continue
+
+    if '"card' in text and "{" in text:
+        _parse_json(text, gpus, res)
+    if re.search(r"(?mi)^\s*device,", text):
+        _parse_csv(lines, gpus, res)
+
+    facts: dict[str, Any] = {}
+    selected = bool(_SELECTION_RE.search(text))
+    if gpus:
+        order = sorted(gpus)
+        if selected:
+            res.notes.append("the command selected devices (-d): the number of GPUs on the machine cannot be read from it")
+        else:
+            facts["gpu.count"] = len(order)
+        facts["driver.amdgpu_loaded"] = True
+        names = [gpus[i].name or gpus[i].fallback_name for i in order]
+        if all(names):
+            facts["gpu.names"] = names
+        targets = [gpus[i].gfx for i in order]
+        if all(targets):
+            facts["gpu.gfx_targets"] = targets
+        with_total = [gpus[i] for i in order if gpus[i].total is not None]
+        if with_total:
+            biggest = max(with_total, key=lambda g: g.total or 0)
+            facts["gpu.vram_total_bytes"] = biggest.total
+            if biggest.used is not None:
+                facts["gpu.vram_used_bytes"] = biggest.used
+                if biggest.total is not None and biggest.total >= biggest.used:
+                    facts["gpu.vram_free_bytes"] = biggest.total - biggest.used
+    elif no_gpus and not selected:
+        facts["gpu.count"] = 0
+    if driver_missing:
+        facts["driver.amdgpu_loaded"] = False
+    if primary is not None:
+        facts["rocm_smi.error"] = primary
+    if not gpus and not errors and not saw_smi_frame:
+        res.notes.append("no rocm-smi content recognised")
+    if not gpus and saw_smi_frame and not errors:
+        res.notes.append("rocm-smi printed its frame but no GPU lines: truncated or filtered?")
+    res.facts.update(facts)
+    res.errors.extend(errors)
