@@ -1,0 +1,68 @@
+"""The HIP runtime itself, through ctypes (no torch): device count, runtime version, error name.
+
+Runs in its own child: hipGetDeviceCount can abort or hang on a broken stack.
+"""
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+
+from .base import Emitter, probe_main
+
+CANDIDATES = ("libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so.7")
+
+
+def _load(root: str):
+    errors = []
+    prefixes = [os.environ.get("ROCM_PATH", ""), "/opt/rocm"] + sorted(glob.glob("/opt/rocm-*"))
+    paths = [os.path.join(p, "lib", n) for p in prefixes if p for n in CANDIDATES] + list(CANDIDATES)
+    for p in paths:
+        if os.sep in p and not os.path.exists(p):
+            continue
+        try:
+            return ctypes.CDLL(p), p, errors
+        except OSError as exc:
+            errors.append(f"{p}: {exc}")
+    return None, None, errors
+
+
+def collect(root: str, out: Emitter) -> None:
+    if root not in ("", "/"):
+        out.status("skipped", "the HIP runtime can only be asked on the live system")
+        return
+    lib, path, errors = _load(root)
+    if lib is None:
+        real = [e for e in errors if "cannot open shared object file" not in e or "/" in e.split(":")[0]]
+        if real:
+            out.log("hip runtime", "\n".join(real))
+            out.evidence("hip", real[0][:500])
+            out.fact("hip.error", real[0][:300])
+            out.status("fail", "libamdhip64 exists but cannot be loaded")
+        else:
+            out.status("skipped", "libamdhip64 is not installed")
+        return
+    out.evidence("hip", f"loaded {path}")
+    lib.hipGetErrorName.restype = ctypes.c_char_p
+    ver = ctypes.c_int(0)
+    out.stage("hipRuntimeGetVersion")
+    rc = lib.hipRuntimeGetVersion(ctypes.byref(ver))
+    if rc == 0 and ver.value:
+        v = ver.value  # major*10000000 + minor*100000 + patch
+        out.fact("hip.runtime_version", f"{v // 10000000}.{(v // 100000) % 100}.{v % 100000}")
+    out.stage("hipGetDeviceCount")
+    count = ctypes.c_int(0)
+    rc = lib.hipGetDeviceCount(ctypes.byref(count))
+    name = lib.hipGetErrorName(rc).decode(errors="replace") if rc else "hipSuccess"
+    out.fact("hip.device_count", count.value if rc == 0 else 0)
+    if rc != 0:
+        out.fact("hip.error", name)
+        out.evidence("hip", f"hipGetDeviceCount returned {name} ({rc})")
+        out.log("hip runtime", f"hipGetDeviceCount: {name}")
+        out.status("fail", f"the HIP runtime finds no usable device ({name})")
+    else:
+        out.status("ok", f"the HIP runtime sees {count.value} device(s)")
+
+
+if __name__ == "__main__":
+    probe_main(collect)

@@ -1,0 +1,85 @@
+"""Probes pointed at recorded sysfs trees (tests/fixtures/sysfs/*, sources in each SOURCE.md)."""
+from pathlib import Path
+
+import pytest
+
+from diagnostics.probes import devices, env, gpus, system
+from diagnostics.probes.base import MemoryEmitter
+
+FIX = Path(__file__).parent / "fixtures" / "sysfs"
+
+
+def run(mod, name):
+    out = MemoryEmitter()
+    mod.collect(str(FIX / name), out)
+    return out
+
+
+@pytest.mark.parametrize("v,gfx", [(110000, "gfx1100"), (90010, "gfx90a"), (90012, "gfx90c"), (90402, "gfx942"),
+                                   (110501, "gfx1151"), (100300, "gfx1030"), (120001, "gfx1201"), (0, None)])
+def test_gfx_target_version_decoding_keeps_hex_digits(v, gfx):
+    assert gpus.gfx_from_version(v) == gfx
+
+
+def test_rx7900xtx_tree():
+    o = run(gpus, "rx7900xtx")
+    assert o.data["gpu.count"] == 1
+    assert o.data["gpu.gfx_targets"] == ["gfx1100"]
+    assert o.data["gpu.discrete_count"] == 1 and o.data["gpu.integrated_count"] == 0
+    assert o.data["gpu.vram_total_bytes"] == 25753026560
+    assert o.data["gpu.vram_free_bytes"] == 25753026560 - 1073741824
+    assert o.data["gpu.first_is_integrated"] is False
+
+
+def test_apu_enumerated_before_discrete():
+    o = run(gpus, "apu-plus-dgpu")
+    assert o.data["gpu.gfx_targets"] == ["gfx1103", "gfx1100"]
+    assert o.data["gpu.integrated_count"] == 1 and o.data["gpu.discrete_count"] == 1
+    assert o.data["gpu.first_is_integrated"] is True
+    # the VRAM that matters is the discrete card's, not the APU's carve-out
+    assert o.data["gpu.vram_total_bytes"] == 25753026560
+
+
+def test_instinct_gfx90a_without_drm_files():
+    o = run(gpus, "mi250x-cpu-node-old-kernel")
+    assert o.data["gpu.gfx_targets"] == ["gfx90a"]
+    assert "gpu.vram_total_bytes" not in o.data
+
+
+def test_no_topology_is_skipped_not_failed(tmp_path):
+    o = MemoryEmitter()
+    gpus.collect(str(tmp_path), o)
+    assert o.statuses[-1][0] == "skipped" and "gpu.count" not in o.data
+
+
+def test_devices_on_a_tree_without_driver(tmp_path):
+    o = MemoryEmitter()
+    devices.collect(str(tmp_path), o)
+    assert o.data["driver.amdgpu_loaded"] is False and o.data["kfd.present"] is False
+
+
+def test_env_override_value_in_force_and_malformed():
+    o = MemoryEmitter()
+    env.collect("/", o, environ={"HSA_OVERRIDE_GFX_VERSION": '"10.3.0"', "HIP_VISIBLE_DEVICES": "",
+                                 "HF_TOKEN": "hf_secret", "PATH": "/usr/bin"})
+    assert o.data["hsa_override.value"] == "10.3.0"
+    assert o.data["hsa_override.valid"] is False
+    assert o.data["hsa_override.gfx"] == "gfx1030"
+    assert o.data["visible_devices.hides_all"] is True
+    assert "env.HF_TOKEN" not in o.data and "env.PATH" not in o.data
+    o = MemoryEmitter()
+    env.collect("/", o, environ={"HSA_OVERRIDE_GFX_VERSION": "11.0.0"})
+    assert o.data["hsa_override.valid"] is True and o.data["hsa_override.gfx"] == "gfx1100"
+
+
+def test_system_container_and_wsl(tmp_path):
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/version").write_text("Linux version 5.15.153.1-microsoft-standard-WSL2 (root@1) #1 SMP\n")
+    (tmp_path / "proc/meminfo").write_text("MemTotal:       16303260 kB\nMemAvailable:   12000000 kB\n")
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/os-release").write_text('PRETTY_NAME="Ubuntu 22.04.4 LTS"\nID=ubuntu\nVERSION_ID="22.04"\n')
+    o = MemoryEmitter()
+    system.collect(str(tmp_path), o)
+    assert o.data["container.kind"] == "wsl"
+    assert o.data["os.id"] == "ubuntu" and o.data["os.version_id"] == "22.04"
+    assert o.data["host.mem_total_bytes"] == 16303260 * 1024
