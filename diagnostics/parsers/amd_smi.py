@@ -195,7 +195,33 @@ def _parse_json(text: str, gpus: dict[int, _Gpu], state: dict[str, Any], res: Pa
             state["json"] = True
             return
     if "{" in text and ('"gpu"' in text or '"asic"' in text):
-        res.notes.append("the JSON part could not be read: truncated?")
+        res.notes.append("the JSON part could not be read: truncated? only per-GPU names and targets are taken from it")
+        _salvage_json_lines(text, gpus, state, res)
+
+
+_J_GPU_RE = re.compile(r'^\s*"gpu"\s*:\s*(\d+)\s*,?\s*$')
+_J_STR_RE = re.compile(r'^\s*"(market_name|target_graphics_version|rocm_version)"\s*:\s*"([^"]*)"')
+
+
+def _salvage_json_lines(text: str, gpus: dict[int, _Gpu], state: dict[str, Any], res: ParseResult) -> None:
+    """Read what a cut-off JSON paste still says, line by line; the GPU count stays unknown."""
+    cur: _Gpu | None = None
+    for line in text.splitlines():
+        m = _J_GPU_RE.match(line)
+        if m:
+            cur = gpus.setdefault(int(m.group(1)), _Gpu())
+            continue
+        m = _J_STR_RE.match(line)
+        if not m:
+            continue
+        key, val = m.group(1), m.group(2)
+        if key == "rocm_version" and re.fullmatch(r"\d+\.\d+(?:\.\d+)*", val):
+            state["rocm_version"] = val
+        elif cur is not None and key == "market_name" and not is_placeholder(val):
+            cur.name = val
+        elif cur is not None and key == "target_graphics_version":
+            _set_gfx(cur, val, res)
+    state["partial"] = True
 
 
 def _parse_into(text: str, res: ParseResult) -> None:
@@ -309,10 +335,12 @@ def _parse_into(text: str, res: ParseResult) -> None:
     facts: dict[str, Any] = {}
     if "rocm_version" in state:
         facts["rocm.version"] = state["rocm_version"]
-    selected = bool(_SELECTION_RE.search(text))
+    selected = bool(_SELECTION_RE.search(text)) or bool(state.get("partial"))
     if gpus:
         order = sorted(gpus)
-        if selected:
+        if state.get("partial"):
+            pass  # a cut-off paste: the note above says so, and the count is unknown
+        elif selected:
             res.notes.append("the command selected GPUs (-g): the number of GPUs on the machine cannot be read from it")
         else:
             facts["gpu.count"] = len(order)

@@ -27,7 +27,7 @@ import re
 from typing import Any
 
 from .base import ParseResult
-from .rocminfo import is_placeholder, normalise_gfx, strip_ansi
+from .rocminfo import classify_gfx, is_placeholder, normalise_gfx, strip_ansi
 
 KIND = "rocm_smi"
 
@@ -59,7 +59,9 @@ def detect(text: str) -> float:
         score = max(score, 0.9)
     if "No DRM devices available" in head or "/sys/class/drm is empty or missing" in head:
         score = max(score, 0.85)
-    if re.search(r"(?mi)^\s*device,(?:card series|gpu use|vram total|temperature|driver version)", head):
+    m = re.search(r"(?mi)^[ \t]*device,([^\n]*)", head)
+    if m and re.search(r"(?i)card series|gpu use|vram total|temperature|driver version|unique id|gfx version|card model",
+                       m.group(1)):
         score = max(score, 0.85)
     if re.search(r'"card\d+"\s*:\s*\{', head) and ("Card" in head or "VRAM Total" in head or "GFX Version" in head
                                                     or "Device Name" in head or "Temperature (Sensor" in head):
@@ -264,6 +266,11 @@ def _parse_into(text: str, res: ParseResult) -> None:
         targets = [gpus[i].gfx for i in order]
         if all(targets):
             facts["gpu.gfx_targets"] = targets
+            kinds = [classify_gfx(t) for t in targets]
+            if all(kinds) and not selected:
+                facts["gpu.integrated_count"] = kinds.count("integrated")
+                facts["gpu.discrete_count"] = kinds.count("discrete")
+                facts["gpu.first_is_integrated"] = kinds[0] == "integrated" and "discrete" in kinds
         with_total = [gpus[i] for i in order if gpus[i].total is not None]
         if with_total:
             biggest = max(with_total, key=lambda g: g.total or 0)
