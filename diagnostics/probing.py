@@ -57,8 +57,9 @@ def run_probe(spec: ProbeSpec, *, python: str = sys.executable, root: str = "/",
     limit = timeout if timeout is not None else spec.timeout
     if on_event:
         on_event({"event": "start", "probe": spec.id, "title": spec.title})
+    # the torch probe is the critical path (importing torch is the floor); the others yield the CPU to it
     res = run_child(probe_argv(spec, python, root), timeout=limit, env=_child_env(spec, env), on_line=on_line,
-                    cancel=cancel)
+                    cancel=cancel, nice=0 if spec.gpu_runtime and spec.script else 10)
     out = finish(spec, res, col)
     if on_event:
         on_event({"event": "end", "probe": spec.id, "status": out["status"], "duration_s": out["duration_s"],
@@ -131,7 +132,9 @@ def run_all(specs: list[ProbeSpec] | None = None, *, python: str = sys.executabl
                                 "error": f"internal error: {type(exc).__name__}: {exc}", "facts": {},
                                 "evidence": [], "logs": [], "notes": [], "provides": list(spec.provides)}
 
+    # start the slowest (the torch probe) first
+    ordered = sorted(specs, key=lambda s: 0 if s.script else 1)
     with ThreadPoolExecutor(max_workers=max(1, len(specs))) as ex:
-        list(ex.map(one, specs))
+        list(ex.map(one, ordered))
     _ = time.monotonic() - t0
     return [results[s.id] for s in specs]

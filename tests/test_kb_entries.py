@@ -11,7 +11,7 @@ HERE = Path(__file__).parent
 def required_ids() -> list[str]:
     shared = HERE.parent.parent / "shared" / "kb-required-ids.md"
     text = (shared if shared.exists() else HERE / "data" / "kb-required-ids.md").read_text()
-    return re.findall(r"^\| ([a-z0-9-]+) \|", text, re.M)
+    return [i for i in re.findall(r"^\| ([a-z0-9-]+) \|", text, re.M) if i != "id"]
 
 
 KB = load_kb()
