@@ -98,6 +98,7 @@ _PKG_FACTS = {
 _TORCH_DISTS = {"torch", "torch-rocm", "pytorch-rocm", "torch-cuda", "torch-cpu"}
 
 MAX_ERRORS = 50
+WINDOW = 2_000_000
 
 
 def _known(v: str | None) -> bool:
@@ -163,6 +164,13 @@ def _parse_into(text: str, res: ParseResult) -> None:
     if not text or not text.strip():
         res.notes.append("empty input")
         return
+    # a collect_env report is a few kB; in a huge paste, read a window around where the report starts
+    starts = [i for i in (text.find(m) for m in ("Collecting environment information", "PyTorch version:",
+                                                 "Traceback (most recent call last)")) if i >= 0]
+    begin = max(0, min(starts) - 20_000) if starts else 0
+    if begin > 0 or len(text) - begin > WINDOW:
+        res.notes.append(f"long input: only {WINDOW // 1_000_000} MB around the collect_env report were read")
+        text = text[begin:begin + WINDOW]
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = text.split("\n")
 
@@ -186,15 +194,14 @@ def _parse_into(text: str, res: ParseResult) -> None:
     saw_libs_header = False
 
     for raw in lines:
-        line = _QUOTE_PREFIX.sub("", raw, count=1).rstrip()
-        if len(line) > 4000:  # a binary blob or a minified line: not collect_env text
+        if len(raw) > 4000:  # a binary blob or a minified line: not collect_env text
             continue
+        line = _QUOTE_PREFIX.sub("", raw, count=1).rstrip() if raw[:1] in " \t>" else raw.rstrip()
 
         # a paste that lost its line breaks: "Collecting environment information...   PyTorch version: 2.7"
-        if not line.startswith("PyTorch version:"):
-            cut = line.find("PyTorch version:")
-            if cut > 0:
-                line = line[cut:]
+        cut = line.find("PyTorch version:")
+        if cut > 0:
+            line = line[cut:]
 
         # tracebacks printed by collect_env itself (or by import torch inside it); users often
         # paste only the last frames, starting at a 'File "..."' line

@@ -77,27 +77,14 @@ _ERROR_MARKERS = (
     "HSA Error",
 )
 
-_ERROR_FILTER_WORDS = ("amdgpu", "kfd", "drm", "Out of memory", "oom", "unsigned module", "Lockdown",
-                       "NVRM", "module verification", "Key was rejected", "AMD-Vi", "HSA", "Xid", "secureboot")
+_ERROR_RX = re.compile("|".join(re.escape(m) for m in _ERROR_MARKERS))
+
+# message shapes only the kernel prints (used by detect(); a tool's "amdgpu not found" must not count)
+_KERNEL_MARKERS = ("kfd kfd", "[drm]", "[drm:", "NVRM:", "amdgpu 0000:", "amdgpu: ", "Linux version ",
+                   "Out of memory: Killed process", ": kern:", "Lockdown: ", "oom-kill:", "kernel: ")
 
 MAX_ERRORS = 200
 MAX_LINE = 4000
-
-
-def _strip_prefix(line: str) -> str:
-    """Remove the timestamp/host prefix so that patterns see the kernel message itself."""
-    s = line
-    for rx in (_TS_LEVEL, _TS_JOURNAL, _TS_ISO, _TS_BRACKET, _TS_HUMAN):
-        m = rx.match(s)
-        if m:
-            s = s[m.end():].lstrip()
-    # talosctl: "192.168.2.205: kern: warning: [2023-12-14T11:16:10.461233972Z]: amdgpu ..."
-    cut = s.find("]: ")
-    if cut != -1 and cut < 80 and s.find(": kern:") != -1 and s.find(": kern:") < cut:
-        s = s[cut + 3:]
-    if s.startswith("<") and len(s) > 3 and s[2] == ">" and s[1].isdigit():
-        s = s[3:]
-    return s
 
 
 def detect(text: str) -> float:
@@ -111,8 +98,7 @@ def detect(text: str) -> float:
         if (_TS_BRACKET.match(ln) or _TS_HUMAN.match(ln) or _TS_JOURNAL.match(ln) or _TS_LEVEL.match(ln)
                 or (_TS_ISO.match(ln) and "kernel" not in ln[:40])):
             stamped += 1
-        if ("amdgpu" in ln or "kfd kfd" in ln or "[drm]" in ln or "NVRM:" in ln or "Linux version" in ln
-                or "Out of memory: Killed process" in ln or ": kern:" in ln):
+        if any(k in ln for k in _KERNEL_MARKERS):
             kernelish += 1
     ratio = stamped / len(lines)
     if ratio >= 0.5 and kernelish:
@@ -142,6 +128,7 @@ def _parse_into(text: str, res: ParseResult) -> None:
     facts = res.facts
     errors: list[str] = []
     seen_err: set[str] = set()
+    checked: set[str] = set()  # lines already tested for error markers (pastes repeat lines a lot)
     ids: list[str] = []
     id_by_addr: dict[str, str] = {}
     vram: list[tuple[int, int | None]] = []  # (vram MiB, gtt MiB)
@@ -154,7 +141,7 @@ def _parse_into(text: str, res: ParseResult) -> None:
         n_lines += 1
         if len(raw) > MAX_LINE or not raw.strip():
             continue
-        msg = _strip_prefix(raw.rstrip())
+        msg = raw  # every pattern below searches inside the line, so prefixes need not be removed
 
         if "Linux version " in msg and "os.kernel" not in facts:
             m = _LINUX_VERSION.search(msg)
@@ -222,8 +209,10 @@ def _parse_into(text: str, res: ParseResult) -> None:
             if m:
                 facts["host.cpu_model"] = m.group(1).strip()
 
-        if len(errors) < MAX_ERRORS and any(w in msg for w in _ERROR_FILTER_WORDS):
-            if any(mk in msg for mk in _ERROR_MARKERS):
+        if len(errors) < MAX_ERRORS and raw not in checked:
+            if len(checked) < 500_000:
+                checked.add(raw)
+            if _ERROR_RX.search(msg):
                 line = raw.strip()
                 if line not in seen_err:
                     seen_err.add(line)

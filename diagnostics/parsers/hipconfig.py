@@ -32,6 +32,8 @@ _ERROR = re.compile(
     r"(?:^|: )Warning: |^hipconfig: )"
 )
 
+_ERROR_WORDS = ("Can't exec", "HSA Error", "ommand not found", "No such file", "cannot find", "rror:",
+                "Warning: ", "hipconfig: ")
 _GPU_ENV_PREFIXES = (
     "HSA_", "HIP_VISIBLE", "HIP_PLATFORM", "HIP_PATH", "HIP_CLANG_PATH", "HIP_COMPILER", "HIP_RUNTIME",
     "HIP_LAUNCH_BLOCKING", "ROCR_", "ROCM_", "ROCBLAS_", "MIOPEN_", "HCC_", "AMD_", "GPU_DEVICE_ORDINAL",
@@ -40,6 +42,7 @@ _GPU_ENV_PREFIXES = (
 _PLATFORMS = {"amd": "amd", "hcc": "amd", "nvidia": "nvidia", "nvcc": "nvidia"}
 
 MAX_ERRORS = 50
+WINDOW = 2_000_000
 
 
 def detect(text: str) -> float:
@@ -72,6 +75,11 @@ def _parse_into(text: str, res: ParseResult) -> None:
     if not text or not text.strip():
         res.notes.append("empty input")
         return
+    starts = [i for i in (text.find(m) for m in ("HIP version", "== hipconfig", "==hipconfig")) if i >= 0]
+    begin = max(0, min(starts) - 10_000) if starts else 0
+    if begin > 0 or len(text) - begin > WINDOW:
+        res.notes.append(f"long input: only {WINDOW // 1_000_000} MB around the hipconfig report were read")
+        text = text[begin:begin + WINDOW]
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     facts = res.facts
     stripped = text.strip()
@@ -113,7 +121,7 @@ def _parse_into(text: str, res: ParseResult) -> None:
             saw_header = True
             continue
 
-        if _ERROR.search(s):
+        if any(w in s for w in _ERROR_WORDS) and _ERROR.search(s):
             if s not in seen and len(errors) < MAX_ERRORS:
                 seen.add(s)
                 errors.append(s)
@@ -121,7 +129,7 @@ def _parse_into(text: str, res: ParseResult) -> None:
             # such a line carries no clean value
             continue
 
-        m = _VERSION_LINE.match(s)
+        m = _VERSION_LINE.match(s) if s.startswith("HIP version") else None
         if m and "hip_version" not in values:
             values["hip_version"] = m.group(1)
             continue
@@ -141,12 +149,12 @@ def _parse_into(text: str, res: ParseResult) -> None:
                 distro = value.strip()
             continue
 
-        m = _CLANG.match(s)
-        if m and clang_version is None:
+        m = _CLANG.match(s) if clang_version is None and "clang version" in s else None
+        if m:
             clang_version = m.group(1)
             continue
 
-        m = _KV.match(s)
+        m = _KV.match(s) if ":" in s and s[:1].isupper() else None
         if m:
             key, value = m.group(1), m.group(2).strip()
             if key not in values:

@@ -20,6 +20,7 @@ from .base import ParseResult
 KIND = "nvidia_smi"
 
 MIB = 1024 * 1024
+WINDOW = 2_000_000
 
 _HDR_DRIVER = re.compile(r"(?:Driver|KMD) Version:\s*(\d+(?:\.\d+)+)")
 _HDR_CUDA = re.compile(r"CUDA (?:UMD )?Version:\s*(\d+(?:\.\d+)+)")
@@ -108,6 +109,13 @@ def _parse_into(text: str, res: ParseResult) -> None:
     if not text or not text.strip():
         res.notes.append("empty input")
         return
+    # nvidia-smi prints a few kB; in a huge paste, read a window from where its output starts
+    starts = [i for i in (text.find(m) for m in ("NVIDIA-SMI", "NVSMI LOG", "<nvidia_smi_log>", "Failed to initialize NVML",
+                                                 "GPU 0: ", "name, ", "index, ")) if i >= 0]
+    begin = max(0, min(starts) - 10_000) if starts else 0
+    if begin > 0 or len(text) - begin > WINDOW:
+        res.notes.append(f"long input: only {WINDOW // 1_000_000} MB around the nvidia-smi output were read")
+        text = text[begin:begin + WINDOW]
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = [ln for ln in text.split("\n") if len(ln) <= 4000]
     facts = res.facts
