@@ -88,3 +88,20 @@ def test_binary_and_huge_lines_do_not_break_matching(kb):
     res = Matcher(kb).match({}, [("junk", junk), ("long", line)])
     d = next(d for d in res["diagnoses"] if d["id"] == "no-binary")
     assert len(d["evidence"][0]["excerpt"]) < 1000
+
+
+def test_set_scan_agrees_with_pattern_by_pattern_search():
+    """The one-pass RE2 set must find exactly what searching each pattern alone finds (on real logs)."""
+    from pathlib import Path
+
+    import yaml
+
+    from diagnostics.kb import load_kb as load
+
+    m = Matcher(load())
+    texts = [t.logs for e in m.kb.entries for t in e.tests if t.logs]
+    for p in sorted(Path(__file__).parent.glob("eval/cases/*.yaml")):
+        texts.append(str(yaml.safe_load(p.read_text()).get("log", "")))
+    assert len(texts) > 50
+    for t in texts:
+        assert m.scan._candidates(t) == m.scan.candidates_slow(t)
