@@ -38,11 +38,18 @@ _MEM_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?i?B)\b", re.IGNORECASE)
 _SELECTION_RE = re.compile(r"amd-smi\b[^\n]*\s(?:-g|--gpu)\s+\d")
 _JSON_START_RE = re.compile(r"(?m)^[ \t]*[\[{]")
 
+_ERROR_LINE_RE = re.compile(
+    r"(?m)^[^\n]*(?:^[ \t]*ERROR|Unable to detect any GPU devices|AMDSMI_STATUS_|Traceback \(most recent call last\)"
+    r"|ModuleNotFoundError|ImportError|amdsmi_init|Permission denied)[^\n]*$")
+_BOX_LINE_RE = re.compile(r"(?m)^[ \t]*\|[^\n]*$")
+_BLOCK_RE = re.compile(
+    r"(?m)^([ \t]*)(?:GPU:[ \t]*(\d+)[ \t]*$|([A-Z][A-Z0-9_ ]*):[ \t]*$"
+    r"|(MARKET_NAME|TARGET_GRAPHICS_VERSION|SIZE|TOTAL_VRAM|USED_VRAM|FREE_VRAM|VERSION|OS_KERNEL_VERSION):[ \t]*([^\n]*))")
 _UNIT = {"b": 1, "kb": 1024, "kib": 1024, "mb": 1024 ** 2, "mib": 1024 ** 2, "gb": 1024 ** 3, "gib": 1024 ** 3,
          "tb": 1024 ** 4, "tib": 1024 ** 4}
 
 _ERROR_MARKERS = ("Unable to detect any GPU devices", "AMDSMI_STATUS_", "Traceback (most recent call last)",
-                  "ModuleNotFoundError", "ImportError", "amdsmi_init", "Permission denied")
+                  "ModuleNotFoundError", "ImportError", "amdsmi_init", "Permission denied")  # cheap whole-text pre-checks
 
 
 def detect(text: str) -> float:
@@ -242,91 +249,87 @@ def _parse_into(text: str, res: ParseResult) -> None:
     stack: list[tuple[int, str]] = []
     pending_box: str | None = None
 
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        # --- errors ---------------------------------------------------------------------------------
-        if line.startswith("ERROR") or any(marker in line for marker in _ERROR_MARKERS):
-            if "SyntaxWarning" not in line:
-                errors.append(line)
-                if primary is None:
-                    primary = line
-                if "Unable to detect any GPU devices" in line:
-                    no_gpus = True
-                if "DRIVER_NOT_LOADED" in line or "Driver not loaded" in line:
-                    driver_not_loaded = True
-            continue
-        # --- version strings (amd-smi version, the summary box header) ------------------------------------
-        if "ROCm version:" in line:
-            m = _ROCM_VERSION_RE.search(line)
-            if m:
-                state["rocm_version"] = m.group(1)
-        if "amdgpu version:" in line:
-            m = _AMDGPU_VERSION_RE.search(line)
-            if m:
-                state["amdgpu_version"] = m.group(1)
-            continue
-        # --- the summary box --------------------------------------------------------------------------------
-        if line.startswith("|"):
-            m = _BOX_NAME_ROW_RE.match(line)
-            if m:
-                pending_box = m.group(2).strip()
+    # Each kind of line is found by its own scan, so a 10 MB paste costs a few regex passes, not a Python
+    # loop over every line.  Scans that cannot match (marker absent from the whole text) are skipped.
+    if "ERROR" in text or any(m in text for m in _ERROR_MARKERS):
+        for m in _ERROR_LINE_RE.finditer(text):
+            line = m.group(0).strip()
+            if "SyntaxWarning" in line:
                 continue
-            m = _BOX_IDX_ROW_RE.match(line)
-            if m and pending_box is not None:
-                gpu = gpus.setdefault(int(m.group(1)), _Gpu())
+            errors.append(line)
+            if primary is None:
+                primary = line
+            if "Unable to detect any GPU devices" in line:
+                no_gpus = True
+            if "DRIVER_NOT_LOADED" in line or "Driver not loaded" in line:
+                driver_not_loaded = True
+    # version strings (amd-smi version, the summary box header)
+    if "ROCm version:" in text:
+        for m in _ROCM_VERSION_RE.finditer(text):
+            state["rocm_version"] = m.group(1)
+    if "amdgpu version:" in text:
+        for m in _AMDGPU_VERSION_RE.finditer(text):
+            state["amdgpu_version"] = m.group(1)
+    # the summary box of AMD-SMI 26: a "| <BDF> <name> |" row, then "| <gpu> ... | used/total MB |"
+    if "|" in text:
+        for m in _BOX_LINE_RE.finditer(text):
+            line = m.group(0).strip()
+            bm = _BOX_NAME_ROW_RE.match(line)
+            if bm:
+                pending_box = bm.group(2).strip()
+                continue
+            bm = _BOX_IDX_ROW_RE.match(line)
+            if bm and pending_box is not None:
+                gpu = gpus.setdefault(int(bm.group(1)), _Gpu())
                 if not is_placeholder(pending_box):
                     gpu.name = pending_box
-                gpu.used = int(m.group(2)) * _UNIT["mb"]
-                gpu.total = int(m.group(3)) * _UNIT["mb"]
+                gpu.used = int(bm.group(2)) * _UNIT["mb"]
+                gpu.total = int(bm.group(3)) * _UNIT["mb"]
                 pending_box = None
-            continue
-        # --- GPU: N blocks ------------------------------------------------------------------------------------
-        m = _GPU_HEADER_RE.match(line)
-        if m:
-            cur = gpus.setdefault(int(m.group(1)), _Gpu())
-            stack = []
-            continue
-        if cur is None:
-            continue
-        key, sep, val = line.partition(":")
-        if not sep:
-            continue
-        key = key.strip().upper()
-        val = val.strip()
-        indent = len(raw) - len(raw.lstrip())
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
-        section = stack[-1][1] if stack else ""
-        if not val:
-            stack.append((indent, key))
-            continue
-        if key == "MARKET_NAME":
-            if not is_placeholder(val):
-                cur.name = val
-        elif key == "TARGET_GRAPHICS_VERSION":
-            _set_gfx(cur, val, res)
-        elif key == "SIZE" and section == "VRAM":
-            b = _bytes(val)
-            if b is not None:
-                cur.total = b
-        elif key == "TOTAL_VRAM":
-            b = _bytes(val)
-            if b is not None:
-                cur.total = b
-        elif key == "USED_VRAM":
-            b = _bytes(val)
-            if b is not None:
-                cur.used = b
-        elif key == "FREE_VRAM":
-            b = _bytes(val)
-            if b is not None:
-                cur.free = b
-        elif key == "VERSION" and section == "DRIVER":
-            cur.driver = val
-        elif key == "OS_KERNEL_VERSION":
-            cur.kernel = val
+    # "GPU: N" blocks: headers, sections (a key with no value) and the few keys that are read
+    if "GPU:" in text:
+        for m in _BLOCK_RE.finditer(text):
+            indent = len(m.group(1).expandtabs())
+            if m.group(2) is not None:
+                cur = gpus.setdefault(int(m.group(2)), _Gpu())
+                stack = []
+                continue
+            if cur is None:
+                continue
+            while stack and stack[-1][0] >= indent:
+                stack.pop()
+            if m.group(3) is not None:
+                stack.append((indent, m.group(3).strip()))
+                continue
+            key, val = m.group(4), m.group(5).strip()
+            section = stack[-1][1] if stack else ""
+            if key == "MARKET_NAME":
+                if not is_placeholder(val):
+                    cur.name = val
+            elif key == "TARGET_GRAPHICS_VERSION":
+                _set_gfx(cur, val, res)
+            elif key == "SIZE":
+                if section == "VRAM":
+                    b = _bytes(val)
+                    if b is not None:
+                        cur.total = b
+            elif key == "TOTAL_VRAM":
+                b = _bytes(val)
+                if b is not None:
+                    cur.total = b
+            elif key == "USED_VRAM":
+                b = _bytes(val)
+                if b is not None:
+                    cur.used = b
+            elif key == "FREE_VRAM":
+                b = _bytes(val)
+                if b is not None:
+                    cur.free = b
+            elif key == "VERSION":
+                if section == "DRIVER":
+                    cur.driver = val
+            elif key == "OS_KERNEL_VERSION":
+                cur.kernel = val
 
     if "{" in text or "[" in text:
         if re.search(r'"(gpu|asic|market_name|rocm_version|mem_usage|amdsmi_library_version)"', text):

@@ -241,7 +241,8 @@ def _parse_into(text: str, res: ParseResult) -> None:
             primary_error = line
 
     for raw in text.splitlines():
-        line = raw.strip()
+        # pastes carry Markdown around the text: "``` ROCk module is loaded", "> Name: ..."
+        line = raw.strip().lstrip("`>").strip()
         if not line:
             continue
         # --- preamble and error lines ------------------------------------------------------------
@@ -373,6 +374,10 @@ def _parse_into(text: str, res: ParseResult) -> None:
     rock_version = facts.pop("_rock_version", None)
     if rock_version and looks_like_driver_version(rock_version):
         facts["driver.amdgpu_version"] = rock_version
+    if kfd_group_line and " is not member of " in kfd_group_line and kfd_errno is None:
+        # older rocminfo warns about the group even when /dev/kfd opened fine: a warning, not the failure
+        errors.remove(kfd_group_line)
+        res.notes.append("rocminfo warned: " + kfd_group_line)
     if kfd_errno is not None:
         facts["kfd.open_error"] = kfd_errno
         facts["kfd.present"] = kfd_errno != "ENOENT"
@@ -381,7 +386,10 @@ def _parse_into(text: str, res: ParseResult) -> None:
             res.notes.append("/dev/kfd does not exist: the amdgpu/KFD driver is not loaded, or the device nodes were not passed into the container")
         elif kfd_errno in ("EACCES", "EPERM"):
             hint = "opening /dev/kfd was refused (permissions)"
-            if kfd_group_line and " is member of " in kfd_group_line:
+            if kfd_group_line and " is not member of " in kfd_group_line:
+                hint += ("; the group database does not list this user in the group that owns /dev/kfd: add the user "
+                         "to it (usermod -aG) and log in again")
+            elif kfd_group_line and " is member of " in kfd_group_line:
                 hint += ("; rocminfo reads the group database, so 'is member of' with this error usually means the "
                          "group was added but this session has not logged in again (or a container lacks the group id)")
             res.notes.append(hint)
