@@ -64,6 +64,7 @@ _KEYS = {
     "gcc version": "gcc",
     "clang version": "clang",
     "cmake version": "cmake",
+    "vllm version": "vllm_version",  # vLLM's fork of collect_env
 }
 
 _QUOTE_PREFIX = re.compile(r"^[ \t>]*")
@@ -417,6 +418,12 @@ def _parse_into(text: str, res: ParseResult) -> None:
             nvidia_wheels.append(name)
         if name == "torch" and tool == "conda" and "torch.installed" not in facts and version:
             facts["torch.installed"] = True
+    vv = values.get("vllm_version")
+    if _known(vv) and _NUMERIC_VERSION.match(vv) and "pkg.vllm" not in facts:
+        facts["pkg.vllm"] = vv
+        fl = _flavour(vv)
+        if fl:
+            facts["pkg.vllm_build"] = fl
     if nvidia_wheels:
         facts["pkg.nvidia_wheels"] = nvidia_wheels
     if len(set(torch_dists)) >= 2:
