@@ -43,8 +43,9 @@ def _free_port() -> int:
 
 
 class PgServer:
-    def __init__(self, bindir: Path) -> None:
+    def __init__(self, bindir: Path, durable: bool = False) -> None:
         self.bindir = bindir
+        self.durable = durable  # False (tests): fsync off, faster; True (benchmarks): default durability
         self.as_root = os.geteuid() == 0
         self.tmp = Path(tempfile.mkdtemp(prefix="gpu-doctor-pg-"))
         self.data = self.tmp / "data"
@@ -80,7 +81,9 @@ class PgServer:
         for _ in range(5):  # the free port may be taken between probing and binding: retry
             self.port = _free_port()
             opts = (f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories={self.sock} "
-                    "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=100")
+                    "-c max_connections=100")
+            if not self.durable:
+                opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             try:
                 self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", opts, "-w", "-t", "60", "start")
                 return

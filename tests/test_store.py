@@ -28,7 +28,8 @@ def _all_text(store: Store) -> str:
     """Every value in every table, as text (what a database dump would show)."""
     out = []
     with store.engine.connect() as conn:
-        for t in ("sessions", "probe_results", "facts", "diagnoses", "generation_results", "notes"):
+        for t in ("sessions", "session_reports", "probe_results", "facts", "diagnoses", "generation_results",
+                  "notes"):
             for row in conn.execute(text(f"SELECT * FROM {t}")):
                 out.append(" ".join(str(v) for v in row))
     return "\n".join(out)
@@ -150,7 +151,7 @@ def test_notes_status_delete(store: Store) -> None:
     with pytest.raises(SessionNotFound):
         store.get(sid)
     with store.engine.connect() as conn:
-        for t in ("probe_results", "facts", "diagnoses", "generation_results", "notes"):
+        for t in ("session_reports", "probe_results", "facts", "diagnoses", "generation_results", "notes"):
             assert conn.execute(text(f"SELECT count(*) FROM {t} WHERE session_id=:s"), {"s": sid}).scalar() == 0
         assert conn.execute(text("SELECT count(*) FROM facts WHERE session_id=:s"), {"s": other}).scalar() > 0
     assert store.ids() == [other]

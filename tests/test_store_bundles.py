@@ -20,7 +20,7 @@ def _snapshot(store: Store) -> str:
     """A digest of every row of every table: 'the database is unchanged' means this is unchanged."""
     h = hashlib.sha256()
     with store.engine.connect() as conn:
-        for t in ("sessions", "probe_results", "facts", "diagnoses", "generation_results", "notes"):
+        for t in ("sessions", "session_reports", "probe_results", "facts", "diagnoses", "generation_results", "notes"):
             for row in conn.execute(text(f"SELECT * FROM {t} ORDER BY 1")):
                 h.update(repr(tuple(row)).encode())
     return h.hexdigest()

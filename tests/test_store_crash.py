@@ -67,12 +67,14 @@ def _check_consistent(url: str) -> set[str]:
             if store.dialect == "sqlite":
                 assert conn.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
                 assert conn.exec_driver_sql("PRAGMA foreign_key_check").all() == []
-            for t in ("probe_results", "facts", "diagnoses", "generation_results", "notes"):
+            for t in ("session_reports", "probe_results", "facts", "diagnoses", "generation_results", "notes"):
                 orphans = conn.execute(text(f"SELECT count(*) FROM {t} WHERE session_id NOT IN "
                                             "(SELECT id FROM sessions)")).scalar()
                 assert orphans == 0, f"half-saved rows in {t}"
-            rows = conn.execute(text("SELECT id, report_json FROM sessions")).all()
+            rows = conn.execute(text("SELECT s.id, r.report_json FROM sessions s LEFT JOIN session_reports r "
+                                     "ON r.session_id = s.id")).all()
             for sid, rj in rows:
+                assert rj is not None, f"session {sid} has no report"
                 rep = json.loads(rj)
                 n_f = conn.execute(text("SELECT count(*) FROM facts WHERE session_id=:s"), {"s": sid}).scalar()
                 n_p = conn.execute(text("SELECT count(*) FROM probe_results WHERE session_id=:s"), {"s": sid}).scalar()

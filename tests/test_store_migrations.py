@@ -31,8 +31,8 @@ def test_v1_database_opens_in_this_version(db_url: str) -> None:  # noqa: F811
     engine = make_engine(db_url)
     assert migrate(engine, "0001") == "0001"
     cols = {c["name"] for c in inspect(engine).get_columns("sessions")}
-    assert "status" not in cols and "verdict" not in cols
-    assert "notes" not in inspect(engine).get_table_names()
+    assert "status" not in cols and "verdict" not in cols and "report_json" in cols
+    assert not {"notes", "session_reports"} & set(inspect(engine).get_table_names())
     old = sample_report()
     old["facts"].pop("env.HF_TOKEN")  # v1 of the tool stored what it had; keep the example simple
     _insert_v1_session(engine, old)
@@ -41,6 +41,7 @@ def test_v1_database_opens_in_this_version(db_url: str) -> None:  # noqa: F811
     store = Store(db_url)  # upgrades
     try:
         assert current_revision(store.engine) == head_revision() != "0001"
+        assert "report_json" not in {c["name"] for c in inspect(store.engine).get_columns("sessions")}
         assert store.get(old["session_id"]) == old
         rows, total = store.list_sessions()
         assert total == 1

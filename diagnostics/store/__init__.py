@@ -31,8 +31,8 @@ from sqlalchemy.pool import StaticPool
 
 from ..redact import redact_report, redact_text
 from .bundle import BundleError, build_bundle, parse_bundle, render_html, render_markdown, validate_report
-from .models import (STATUSES, DiagnosisRow, FactRow, GenerationRow, NoteRow, ProbeResultRow, SessionRow,
-                     metadata)
+from .models import (STATUSES, DiagnosisRow, FactRow, GenerationRow, NoteRow, ProbeResultRow, ReportRow,
+                     SessionRow, metadata)
 from .summary import dumps, parse_time, sha256_of, summarise, utcnow
 
 __all__ = ["metadata", "Store", "StoreError", "BundleError", "SessionNotFound", "default_url", "migrate", "render_markdown",
@@ -47,6 +47,7 @@ F = FactRow.__table__
 D = DiagnosisRow.__table__
 G = GenerationRow.__table__
 N = NoteRow.__table__
+R = ReportRow.__table__
 MAX_NOTE_CHARS = 100_000
 
 
@@ -165,6 +166,12 @@ def migrate(engine: Engine, revision: str = "head") -> str | None:
     _check(cur)
     if cur == target:
         return cur
+    if engine.dialect.name == "sqlite":
+        import sqlite3
+
+        if sqlite3.sqlite_version_info < (3, 35, 0):
+            raise StoreError(f"SQLite {sqlite3.sqlite_version} is too old for the session store (3.35 or newer is "
+                             "needed); use a newer Python build, or PostgreSQL through DATABASE_URL")
     with engine.connect() as conn:
         if engine.dialect.name == "sqlite":
             conn.execution_options(sqlite_begin="IMMEDIATE")
@@ -294,8 +301,9 @@ class Store:
         conn.execute(insert(S).values(
             id=sid, created_at=created, host=str(rep.get("host") or "")[:255],
             source=str(rep.get("source") or "live")[:16], tool_version=str(rep.get("tool_version") or "")[:64],
-            kb_version=str(rep.get("kb_version") or "")[:64], report_json=text, report_sha256=sha256_of(rep),
+            kb_version=str(rep.get("kb_version") or "")[:64], report_sha256=sha256_of(rep),
             saved_at=now, updated_at=now, status="new", imported=imported, **summarise(rep)))
+        conn.execute(insert(R).values(session_id=sid, report_json=text))
         self._insert_children(conn, sid, rep)
 
     def _insert_children(self, conn: Any, sid: str, rep: dict[str, Any]) -> None:
@@ -330,7 +338,7 @@ class Store:
     def get_json(self, sid: str) -> str:
         """The stored report JSON text, exactly as saved."""
         with self._read() as conn:
-            row = conn.execute(select(S.c.report_json).where(S.c.id == sid)).first()
+            row = conn.execute(select(R.c.report_json).where(R.c.session_id == sid)).first()
         if row is None:
             raise SessionNotFound(sid)
         return row[0]
@@ -461,7 +469,7 @@ class Store:
         """Delete a session and everything attached to it; False when there was none."""
 
         def tx(conn: Any) -> bool:
-            for t in (N, G, D, F, P):
+            for t in (N, G, D, F, P, R):
                 conn.execute(delete(t).where(t.c.session_id == sid))
             return conn.execute(delete(S).where(S.c.id == sid)).rowcount > 0
 
@@ -500,7 +508,7 @@ class Store:
         def tx(conn: Any) -> dict[str, Any]:
             sid = want if _valid_uuid4(want) else None
             if sid is not None:
-                row = conn.execute(select(S.c.report_json).where(S.c.id == sid)).first()
+                row = conn.execute(select(R.c.report_json).where(R.c.session_id == sid)).first()
                 if row is not None:
                     if row[0] == dumps(red):
                         return {"id": sid, "warnings": warnings, "existing": True}
@@ -538,8 +546,9 @@ class Store:
                 return
             for t in (G, D, F, P):
                 conn.execute(delete(t).where(t.c.session_id == sid))
+            conn.execute(update(R).where(R.c.session_id == sid).values(report_json=dumps(new)))
             conn.execute(update(S).where(S.c.id == sid).values(
-                report_json=dumps(new), report_sha256=sha256_of(new), updated_at=utcnow(),
+                report_sha256=sha256_of(new), updated_at=utcnow(),
                 kb_version=str(new.get("kb_version") or "")[:64], **summarise(new)))
             self._insert_children(conn, sid, new)
             if diff["appeared"] or diff["disappeared"]:

@@ -3,7 +3,7 @@
 The schema is created and changed ONLY by the migrations in ``migrations/versions`` (Alembic); these classes
 describe the head revision for queries, and a test checks that the migrations and these classes agree.
 
-The full report JSON of each session is kept verbatim (``sessions.report_json``) so a session round-trips
+The full report JSON of each session is kept verbatim (``session_reports.report_json``) so a session round-trips
 byte for byte; the other tables hold the same data broken out (facts, probe results, diagnoses, generation)
 so support staff can query it and the KB can re-diagnose it, plus summary columns for list/search/filter.
 """
@@ -41,9 +41,9 @@ class SessionRow(SQLModel, table=True):
     source: str = Field(default="live", max_length=16)
     tool_version: str = Field(default="", max_length=64)
     kb_version: str = Field(default="", max_length=64)
-    report_json: str = Field(sa_column=Column(Text, nullable=False))
     report_sha256: str = Field(max_length=64)
-    # added in revision 0002
+    # added in revision 0002 (the report JSON itself moved to session_reports, so listing and searching
+    # scan narrow rows and never read the big JSON)
     saved_at: Optional[datetime] = Field(default=None, sa_column=Column(DateTime))
     updated_at: Optional[datetime] = Field(default=None, sa_column=Column(DateTime))
     status: str = Field(default="new", max_length=16)
@@ -55,6 +55,13 @@ class SessionRow(SQLModel, table=True):
     torch_version: Optional[str] = Field(default=None, max_length=128)
     search_text: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
     imported: bool = False
+
+
+class ReportRow(SQLModel, table=True):
+    """The full (redacted) report JSON of a session, verbatim: the source of truth for get()/export."""
+    __tablename__ = "session_reports"
+    session_id: str = Field(sa_column=Column(ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True))
+    report_json: str = Field(sa_column=Column(Text, nullable=False))
 
 
 class ProbeResultRow(SQLModel, table=True):
