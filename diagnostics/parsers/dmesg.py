@@ -30,6 +30,7 @@ _TS_BRACKET = re.compile(r"^\s*\[\s*\d+\.\d+\]")
 _TS_HUMAN = re.compile(r"^\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]")
 _TS_JOURNAL = re.compile(r"^[A-Za-z]{3} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\S+ )?kernel: ")
 _TS_ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[,.]\d+")
+_TS_DATETIME = re.compile(r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d")  # console logs: "[2024-01-06 14:03:01] [ 5.9] ..."
 _TS_LEVEL = re.compile(r"^(?:kern|user|daemon|syslog)\s*:\s*[a-z]+\s*: ")
 
 _LINUX_VERSION = re.compile(r"Linux version (\S+) \(")
@@ -96,6 +97,7 @@ def detect(text: str) -> float:
     kernelish = 0
     for ln in lines:
         if (_TS_BRACKET.match(ln) or _TS_HUMAN.match(ln) or _TS_JOURNAL.match(ln) or _TS_LEVEL.match(ln)
+                or _TS_DATETIME.match(ln)
                 or (_TS_ISO.match(ln) and "kernel" not in ln[:40])):
             stamped += 1
         if any(k in ln for k in _KERNEL_MARKERS):
