@@ -1,0 +1,87 @@
+"""Small helpers the pages share: the session store, links, page paths, friendly errors."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import streamlit as st
+
+# url paths of the pages (app.py registers them with these paths; links between pages use them)
+PATH_DIAGNOSE = ""
+PATH_SESSIONS = "sessions"
+PATH_KB = "knowledge-base"
+PATH_EDITOR = "kb-editor"
+CSS = """
+<style>
+.gd-md p, .gd-md li {margin-bottom: .25rem}
+.gd-md pre {background: #f6f8fa; padding: .5rem; border-radius: .3rem; overflow-x: auto}
+.gd-ev {font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .85rem; background: #f6f8fa;
+        border-radius: .3rem; padding: .4rem .6rem; margin: .1rem 0 .3rem 0; white-space: pre-wrap;
+        overflow-wrap: anywhere}
+.gd-ev mark {background: #ffe58a; padding: 0 .1rem; border-radius: .15rem}
+.gd-ev .gd-src {color: #57606a}
+</style>
+"""
+
+
+def style() -> None:
+    """The few CSS rules the pages use (static text, no user input)."""
+    st.markdown(CSS, unsafe_allow_html=True)
+
+
+def database_url() -> str:
+    from diagnostics.store import default_url
+
+    return default_url()
+
+
+@st.cache_resource(show_spinner=False)
+def _store(url: str) -> Any:
+    from diagnostics.store import Store
+
+    return Store(url)
+
+
+def store() -> Any:
+    """The session store of this server (DATABASE_URL, else SQLite in the user data directory), or None with a
+    message on screen when it cannot be opened."""
+    try:
+        return _store(database_url())
+    except Exception as exc:  # shown in words; never a traceback
+        st.error(f"The session database cannot be opened: {type(exc).__name__}: {exc}")
+        return None
+
+
+def base_url() -> str:
+    """The address of this app as the browser sees it (for share links), without a trailing slash."""
+    try:
+        url = st.context.url or ""
+    except Exception:
+        url = ""
+    if not url:
+        port = os.environ.get("STREAMLIT_SERVER_PORT", "8501")
+        return f"http://127.0.0.1:{port}"
+    url = url.split("?", 1)[0].rstrip("/")
+    for p in (PATH_SESSIONS, PATH_KB, PATH_EDITOR):
+        if url.endswith("/" + p):
+            url = url[: -len(p) - 1]
+    return url
+
+
+def session_link(sid: str) -> str:
+    return f"{base_url()}/{PATH_SESSIONS}?session={sid}"
+
+
+def page_file(name: str) -> str:
+    """Path of a page file for st.switch_page / st.page_link (relative to the main script, app.py)."""
+    return f"ui/{name}.py"
+
+
+def fmt_time(iso: str | None) -> str:
+    if not iso:
+        return ""
+    s = str(iso).replace("T", " ")
+    for suffix in ("+00:00", "Z"):
+        if s.endswith(suffix):
+            s = s[: -len(suffix)] + " UTC"
+    return s[:23] if "." in s else s

@@ -1,0 +1,245 @@
+"""What the knowledge-base pages need beyond the library: search, validation in the editor, turning a saved
+session into a test case, and finding the saved sessions an entry would match.  No Streamlit here: tested
+directly in tests/test_app_kbtools.py.
+
+Validation is the library's own: ``diagnostics.kb.parse_entry`` (what ``kb lint`` runs, so the editor shows
+the same ``file:line:column: message``) and ``diagnostics.matcher.evaluate_entry`` (what ``kb test`` runs).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from diagnostics import facts as factcat
+from diagnostics.kb import KB_DIR, SEVERITIES, Cond, Entry, KBError, parse_entry
+from diagnostics.matcher import TRUE, UNKNOWN, evaluate_entry
+
+ID_LINE = re.compile(r"^id:\s*['\"]?([A-Za-z0-9_.-]+)", re.M)
+MAX_CASE_LOG_CHARS = 6000
+
+
+# ------------------------------------------------------------------------------------------------- browsing
+def search(entries: Iterable[Entry], query: str = "", tags: Iterable[str] = (), severities: Iterable[str] = (),
+           include_benign: bool = True) -> list[Entry]:
+    """Entries whose id, title, symptoms, cause, tags or log patterns contain every word of *query*
+    (case-insensitive), with at least one of *tags* and one of *severities* when given."""
+    words = [w.lower() for w in (query or "").split()]
+    tags, severities = set(tags), set(severities)
+    out = []
+    for e in entries:
+        if tags and not tags & set(e.tags):
+            continue
+        if severities and e.severity not in severities:
+            continue
+        if not include_benign and e.benign:
+            continue
+        hay = " ".join([e.id, e.title, e.symptoms, e.cause, " ".join(e.tags),
+                        " ".join(e.when.log_patterns())]).lower()
+        if all(w in hay for w in words):
+            out.append(e)
+    return sorted(out, key=lambda e: (SEVERITIES.index(e.severity), e.id))
+
+
+def entry_source(entry: Entry) -> str:
+    """The YAML text of an entry as it is in the kb/ folder."""
+    for p in (Path(entry.path), KB_DIR / f"{entry.id}.yaml"):
+        try:
+            return p.read_text(encoding="utf-8")
+        except OSError:
+            continue
+    return ""
+
+
+def describe(c: Cond, depth: int = 0) -> list[str]:
+    """The condition tree in plain words, one line per node."""
+    pad = "  " * depth
+    if c.kind in ("all", "any"):
+        head = "all of:" if c.kind == "all" else "any of:"
+        return [pad + head] + [ln for ch in c.children for ln in describe(ch, depth + 1)]
+    if c.kind == "not":
+        return [pad + "not:"] + describe(c.children[0], depth + 1)
+    if c.kind == "log":
+        return [pad + f"a log line matches  {c.pattern}"]
+    val = c.pattern if c.op == "matches" else c.value
+    return [pad + f"fact {c.fact} {c.op.replace('_', ' ')} {val!r}"]
+
+
+# ------------------------------------------------------------------------------------------------- validation
+@dataclass
+class Validation:
+    entry: Entry | None = None
+    error: KBError | None = None
+    warnings: list[str] = field(default_factory=list)
+    cases: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.entry is not None and all(c["ok"] for c in self.cases)
+
+
+def guess_id(text: str) -> str:
+    m = ID_LINE.search(text or "")
+    return m.group(1) if m else "new-entry"
+
+
+def validate(text: str, existing_ids: Iterable[str] = ()) -> Validation:
+    """Check an entry's YAML exactly as ``kb lint`` does (as the file kb/<its id>.yaml) and run its cases."""
+    eid = guess_id(text)
+    path = f"kb/{eid}.yaml"
+    v = Validation()
+    try:
+        v.entry = parse_entry(text or "", path, expected_id=eid)
+    except KBError as exc:
+        v.error = exc
+        return v
+    if v.entry.id in set(existing_ids):
+        v.warnings.append(f"an entry with id {v.entry.id!r} already exists: the file would replace kb/{v.entry.id}.yaml")
+    v.cases = run_cases(v.entry)
+    return v
+
+
+def run_cases(entry: Entry) -> list[dict[str, Any]]:
+    rows = []
+    for t in entry.tests:
+        out = evaluate_entry(entry, t.facts, t.logs)
+        got = "fire" if out.value == TRUE else "silent"
+        rows.append({"case": t.name, "line": t.line, "expect": t.expect, "got": got, "ok": got == t.expect,
+                     "unknown": sorted(out.unknown) if out.value == UNKNOWN else []})
+    return rows
+
+
+def error_context(text: str, err: KBError, around: int = 2) -> str:
+    """The lines around an error with a caret under the column, for display as code."""
+    lines = (text or "").splitlines() or [""]
+    i = max(1, min(err.line, len(lines)))
+    lo, hi = max(1, i - around), min(len(lines), i + around)
+    out = []
+    for n in range(lo, hi + 1):
+        out.append(f"{n:>4} | {lines[n - 1]}")
+        if n == i:
+            out.append("     | " + " " * max(0, err.col - 1) + "^")
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------------------------------------- from sessions
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str_repr(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    if "\n" in data:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data)
+
+
+_Dumper.add_representer(str, _str_repr)
+
+
+def session_logs(report: dict[str, Any]) -> str:
+    """The text a session's diagnosis matched: pasted logs, what probes captured, the generation's log."""
+    from diagnostics.service import probe_logs
+
+    parts = [str(lg.get("text") or "") for lg in report.get("logs") or [] if isinstance(lg, dict)]
+    parts += [t for _, t in probe_logs(report.get("probes") or [])]
+    gen = report.get("generation") or {}
+    if isinstance(gen, dict) and gen.get("log"):
+        parts.append(str(gen["log"]))
+    return "\n".join(p for p in parts if p)
+
+
+def session_case(report: dict[str, Any], expect: str = "fire", max_log_chars: int = MAX_CASE_LOG_CHARS) -> dict[str, Any]:
+    """A KB test case made from a saved session: its well-typed facts and the text it matched."""
+    facts = {k: v for k, v in sorted((report.get("facts") or {}).items())
+             if v is not None and factcat.check_value(k, v) is None}
+    logs = "\n".join(ln.rstrip() for ln in session_logs(report).splitlines() if ln.strip())
+    if len(logs) > max_log_chars:
+        logs = logs[-max_log_chars:]
+        logs = logs[logs.find("\n") + 1:]
+    sid = str(report.get("session_id") or "")[:8]
+    case: dict[str, Any] = {"name": f"saved session {sid} ({report.get('host') or 'unknown host'})"}
+    if facts:
+        case["facts"] = facts
+    if logs:
+        case["logs"] = logs + "\n"
+    case["expect"] = expect
+    return case
+
+
+def case_yaml(case: dict[str, Any]) -> str:
+    """One test case as YAML, indented to go under ``tests:``."""
+    body = yaml.dump([case], Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000)
+    return "".join("  " + ln if ln.strip() else ln for ln in body.splitlines(keepends=True))
+
+
+def add_case(entry_text: str, case: dict[str, Any]) -> str:
+    """*entry_text* with *case* appended to its top-level ``tests:`` list (text kept as it was otherwise)."""
+    lines = entry_text.rstrip("\n").split("\n")
+    start = next((i for i, ln in enumerate(lines) if re.match(r"^tests:\s*$", ln)), None)
+    block = case_yaml(case).rstrip("\n").split("\n")
+    if start is None:
+        return "\n".join(lines + ["tests:"] + block) + "\n"
+    end = next((i for i in range(start + 1, len(lines)) if re.match(r"^[A-Za-z_]", lines[i])), len(lines))
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    return "\n".join(lines[:end] + block + lines[end:]) + "\n"
+
+
+def template() -> str:
+    for p in (KB_DIR / "_template.yaml.txt",):
+        try:
+            return p.read_text(encoding="utf-8")
+        except OSError:
+            pass
+    return "id: my-new-failure\n"
+
+
+def new_entry_from_session(report: dict[str, Any]) -> str:
+    """The template with its first case replaced by the session (the silent case stays for the author)."""
+    text = template()
+    sid = str(report.get("session_id") or "session")[:8]
+    text = re.sub(r"^id: .*$", f"id: new-failure-{sid}", text, count=1, flags=re.M)
+    start = text.find("\ntests:")
+    if start < 0:
+        return add_case(text, session_case(report))
+    head, tests = text[:start + 1], text[start + 1:]
+    # keep the template's silent case, put the session's case first
+    silent = tests.split("  - name: silent", 1)
+    rest = ("  - name: silent" + silent[1]) if len(silent) == 2 else ""
+    return head + "tests:\n" + case_yaml(session_case(report)) + rest
+
+
+# ------------------------------------------------------------------------------------------------- sessions it matches
+def sessions_matching(entry: Entry, store: Any, limit: int = 500, page_size: int = 100) -> tuple[list[dict[str, Any]], int]:
+    """Saved sessions (newest first, at most *limit* looked at) on which *entry* would fire.
+
+    Returns (rows, looked_at); each row: id, created_at, host, verdict, already (the entry was already among
+    the session's diagnoses)."""
+    hits: list[dict[str, Any]] = []
+    seen = 0
+    page = 1
+    while seen < limit:
+        rows, total = store.list_sessions(page=page, page_size=page_size)
+        if not rows:
+            break
+        for r in rows:
+            if seen >= limit:
+                break
+            seen += 1
+            try:
+                rep = store.get(r["id"])
+            except Exception:
+                continue
+            facts, _ = factcat.clean_facts(dict(rep.get("facts") or {}))
+            out = evaluate_entry(entry, facts, session_logs(rep))
+            if out.value == TRUE:
+                hits.append({"id": r["id"], "created_at": r["created_at"], "host": r["host"],
+                             "verdict": r["verdict"],
+                             "already": any(d.get("id") == entry.id for d in rep.get("diagnoses") or [])})
+        if page * page_size >= total:
+            break
+        page += 1
+    return hits, seen
