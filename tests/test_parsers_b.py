@@ -168,11 +168,11 @@ def test_ten_megabytes_is_fast(kind: str):
     biggest = max((ROOT / kind).glob("*.txt"), key=lambda p: p.stat().st_size)
     chunk = biggest.read_text(encoding="utf-8", errors="replace")
     text = (chunk * (10 * 1024 * 1024 // max(len(chunk), 1) + 1))[: 10 * 1024 * 1024]
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time of this process: other jobs on a shared machine do not count
     result = MODULES[kind].parse(text)
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     _assert_well_typed(result)
-    assert elapsed < 1.0, f"{kind} took {elapsed:.2f}s on 10 MB"
+    assert elapsed < 1.0, f"{kind} took {elapsed:.2f}s of CPU on 10 MB"
 
 
 @pytest.mark.parametrize("kind", list(MODULES))
@@ -181,9 +181,9 @@ def test_pathological_lines_are_fast(kind: str):
     lines = ["GPU[" + "1" * 5000 + "] :" + " :" * 5000, "|" + " " * 20000 + "|", "Name:" + " gfx9" * 20000,
              "ROCk module version " + "9" * 20000, "{" * 50000, "device," + "," * 50000]
     text = "\n".join(lines * 20)
-    start = time.perf_counter()
+    start = time.process_time()
     _assert_well_typed(MODULES[kind].parse(text))
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
 
 
 @pytest.mark.parametrize("kind", list(MODULES))

@@ -25,7 +25,7 @@ import re
 from typing import Any
 
 from .base import ParseResult
-from .rocminfo import classify_gfx, is_placeholder, looks_like_driver_version, normalise_gfx, strip_ansi
+from .rocminfo import classify_gfx, cut_marker, is_placeholder, looks_like_driver_version, normalise_gfx, strip_ansi
 
 KIND = "amd_smi"
 
@@ -41,10 +41,8 @@ _JSON_START_RE = re.compile(r"(?m)^[ \t]*[\[{]")
 _ERROR_LINE_RE = re.compile(
     r"(?m)^[^\n]*(?:^[ \t]*ERROR|Unable to detect any GPU devices|AMDSMI_STATUS_|Traceback \(most recent call last\)"
     r"|ModuleNotFoundError|ImportError|amdsmi_init|Permission denied)[^\n]*$")
+_MONITOR_HEADER_RE = re.compile(r"(?m)^[ \t]*GPU[ \t]+(?:XCP[ \t]+)?(?:POWER|GPU_T|MEM_T|GFX_|MEM_|VRAM_|ENC_|DEC_|SINGLE_ECC|PCIE_)")
 _BOX_LINE_RE = re.compile(r"(?m)^[ \t]*\|[^\n]*$")
-_BLOCK_RE = re.compile(
-    r"(?m)^([ \t]*)(?:GPU:[ \t]*(\d+)[ \t]*$|([A-Z][A-Z0-9_ ]*):[ \t]*$"
-    r"|(MARKET_NAME|TARGET_GRAPHICS_VERSION|SIZE|TOTAL_VRAM|USED_VRAM|FREE_VRAM|VERSION|OS_KERNEL_VERSION):[ \t]*([^\n]*))")
 _UNIT = {"b": 1, "kb": 1024, "kib": 1024, "mb": 1024 ** 2, "mib": 1024 ** 2, "gb": 1024 ** 3, "gib": 1024 ** 3,
          "tb": 1024 ** 4, "tib": 1024 ** 4}
 
@@ -66,8 +64,10 @@ def detect(text: str) -> float:
     if '"market_name"' in head or '"target_graphics_version"' in head or '"total_vram"' in head \
             or '"amdsmi_library_version"' in head or ('"bdf"' in head and '"gpu"' in head):
         score = max(score, 0.85)
-    if "amdsmi" in head.lower() and score < 0.5:
-        score = 0.5
+    if _MONITOR_HEADER_RE.search(head):
+        score = max(score, 0.85)
+    if ("amdsmi" in head.lower() or "amd-smi" in head) and score < 0.6:
+        score = 0.6
     return score
 
 
@@ -234,7 +234,7 @@ def _salvage_json_lines(text: str, gpus: dict[int, _Gpu], state: dict[str, Any],
 def _parse_into(text: str, res: ParseResult) -> None:
     if not isinstance(text, str):
         text = str(text)
-    text = strip_ansi(text).replace("\x00", "")
+    text = strip_ansi(text).replace("\x00", "").replace("\r", "")
     if not text.strip():
         res.notes.append("empty input")
         return
@@ -286,22 +286,33 @@ def _parse_into(text: str, res: ParseResult) -> None:
                 gpu.used = int(bm.group(2)) * _UNIT["mb"]
                 gpu.total = int(bm.group(3)) * _UNIT["mb"]
                 pending_box = None
-    # "GPU: N" blocks: headers, sections (a key with no value) and the few keys that are read
+    # "GPU: N" blocks: headers, sections (a key with no value) and the few keys that are read.  A cheap
+    # substring filter keeps only the lines that can matter before any per-line work is done.
     if "GPU:" in text:
-        for m in _BLOCK_RE.finditer(text):
-            indent = len(m.group(1).expandtabs())
-            if m.group(2) is not None:
-                cur = gpus.setdefault(int(m.group(2)), _Gpu())
-                stack = []
+        cand = [ln for ln in text.split("\n") if ln.endswith(":") or "GPU:" in ln or "VRAM:" in ln
+                or "MARKET_NAME:" in ln or "SIZE:" in ln or "VERSION:" in ln]
+        for ln in cand:
+            body = ln.strip()
+            if not body:
+                continue
+            indent = len(ln.expandtabs()) - len(ln.expandtabs().lstrip())
+            if body.startswith("GPU:"):
+                num = body[4:].strip()
+                if num.isdigit():
+                    cur = gpus.setdefault(int(num), _Gpu())
+                    stack = []
                 continue
             if cur is None:
                 continue
+            key, _, val = body.partition(":")
+            key = key.strip()
+            val = val.strip()
             while stack and stack[-1][0] >= indent:
                 stack.pop()
-            if m.group(3) is not None:
-                stack.append((indent, m.group(3).strip()))
+            if not val:
+                if key and key.replace("_", "").replace(" ", "").isalnum():
+                    stack.append((indent, key))
                 continue
-            key, val = m.group(4), m.group(5).strip()
             section = stack[-1][1] if stack else ""
             if key == "MARKET_NAME":
                 if not is_placeholder(val):
@@ -330,6 +341,41 @@ def _parse_into(text: str, res: ParseResult) -> None:
                     cur.driver = val
             elif key == "OS_KERNEL_VERSION":
                 cur.kernel = val
+
+    # amd-smi monitor: a "GPU  POWER  GPU_TEMP ..." header, then one row per GPU (columns split by 2+ spaces)
+    if _MONITOR_HEADER_RE.search(text):
+        cols: list[str] | None = None
+        for raw in text.splitlines():
+            line = raw.strip()
+            if not line:
+                continue
+            if _MONITOR_HEADER_RE.match(line):
+                cols = re.split(r"\s{2,}", line)
+                continue
+            if cols is None:
+                continue
+            if not line[0].isdigit():
+                cols = None
+                continue
+            cells = re.split(r"\s{2,}", line)
+            idx = cells[0].split()[0]
+            if not idx.isdigit():
+                continue
+            gpu = gpus.setdefault(int(idx), _Gpu())
+            row = dict(zip(cols, cells))
+            if "VRAM_TOTAL" in row:
+                b = _bytes(row["VRAM_TOTAL"])
+                if b is not None:
+                    gpu.total = b
+            if "VRAM_USED" in row:
+                b = _bytes(row["VRAM_USED"])
+                if b is not None:
+                    gpu.used = b
+
+    marker = cut_marker(text)
+    if marker:
+        state["partial"] = True
+        res.notes.append(f"the paste says it was shortened ({marker!r}): the GPU count is not taken from it")
 
     if "{" in text or "[" in text:
         if re.search(r'"(gpu|asic|market_name|rocm_version|mem_usage|amdsmi_library_version)"', text):

@@ -27,7 +27,7 @@ import re
 from typing import Any
 
 from .base import ParseResult
-from .rocminfo import classify_gfx, is_placeholder, normalise_gfx, strip_ansi
+from .rocminfo import classify_gfx, cut_marker, is_placeholder, normalise_gfx, strip_ansi
 
 KIND = "rocm_smi"
 
@@ -253,9 +253,13 @@ def _parse_into(text: str, res: ParseResult) -> None:
 
     facts: dict[str, Any] = {}
     selected = bool(_SELECTION_RE.search(text))
+    marker = cut_marker(text)
+    if marker:
+        selected = True
+        res.notes.append(f"the paste says it was shortened ({marker!r}): the GPU count is not taken from it")
     if gpus:
         order = sorted(gpus)
-        if selected:
+        if selected and not marker:
             res.notes.append("the command selected devices (-d): the number of GPUs on the machine cannot be read from it")
         else:
             facts["gpu.count"] = len(order)

@@ -56,6 +56,18 @@ DGPU_TARGETS = frozenset({
 _NO_XNACK_PREFIXES = ("gfx103", "gfx11", "gfx12")
 
 
+_CUT_MARKER_RE = re.compile(r"(?m)^[ \t]*(?:\[[Oo]utput truncated\]|\[truncated\]|\(truncated\)|-{2,}[ \t]*snipped[ \t]*-{2,}"
+                            r"|\[\.\.\.\]|\.\.\.[ \t]*(?:snip|cut|more)\b[^\n]*)[ \t]*$")
+
+
+def cut_marker(text: str) -> str | None:
+    """The line by which a paste says it was shortened ('[output truncated]', '---- snipped ----'), if any."""
+    if "truncated" not in text and "snipped" not in text and "..." not in text:
+        return None  # the usual case, decided without a regex pass over a large paste
+    m = _CUT_MARKER_RE.search(text)
+    return m.group(0).strip() if m else None
+
+
 def strip_ansi(text: str) -> str:
     return _ANSI_RE.sub("", text) if "\x1b" in text else text
 
@@ -363,7 +375,11 @@ def _parse_into(text: str, res: ParseResult) -> None:
 
     full_format = saw_attributes or saw_agents_header
     truncated = full_format and bool(agents) and not saw_done
-    if truncated:
+    marker = cut_marker(text)
+    if marker and agents:
+        truncated = True
+        res.notes.append(f"the paste says it was shortened ({marker!r}): GPU counts are not taken from it")
+    elif truncated:
         last = agents[-1]
         where = "mid-agent" if (last.device_type is None or (last.is_gpu() and not last.isas)) else "before '*** Done ***'"
         res.notes.append(f"output ends {where}: truncated? GPU counts are not taken from a partial listing")
