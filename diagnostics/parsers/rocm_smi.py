@@ -33,6 +33,7 @@ KIND = "rocm_smi"
 
 _GPU_LINE_RE = re.compile(r"^\s*GPU\[(\d+)\]\s*:\s*(.*)$")
 _ROW_RE = re.compile(r"^\s*(\d+)\s+\S")
+_GFX_TOKEN_RE = re.compile(r"\bgfx[0-9a-f]+\b")
 _JSON_START_RE = re.compile(r"(?m)^[ \t]*\{")
 _SELECTION_RE = re.compile(r"rocm-smi\b[^\n]*\s(?:-d|--device)\s+\d")
 
@@ -214,6 +215,12 @@ def _parse_into(text: str, res: ParseResult) -> None:
             else:
                 no_gpus = True
             continue
+        if line.startswith("WARNING") and "fail" not in line.lower():
+            # e.g. "WARNING: AMD GPU device(s) is/are in a low-power state": information, not a failure
+            note = "rocm-smi warned: " + line
+            if note not in res.notes and len(res.notes) < 20:
+                res.notes.append(note)
+            continue
         if line.startswith(("ERROR", "WARNING")) or line.startswith("cat: /sys/module/amdgpu"):
             errors.append(line)
             if primary is None and line.startswith("ERROR"):
@@ -223,7 +230,7 @@ def _parse_into(text: str, res: ParseResult) -> None:
             saw_smi_frame = True
             in_table = False
             continue
-        if "Concise Info" in line:
+        if "Concise Info" in line or "Concise Hardware Info" in line:
             in_table = True
             continue
         m = _GPU_LINE_RE.match(line)
@@ -243,7 +250,11 @@ def _parse_into(text: str, res: ParseResult) -> None:
                 continue  # rulers (the new layout has one between header and rows)
             rm = _ROW_RE.match(line)
             if rm:
-                gpus.setdefault(int(rm.group(1)), _Gpu())
+                gpu = gpus.setdefault(int(rm.group(1)), _Gpu())
+                if "gfx" in line:  # --showhw of ROCm 6+: a "GFX VER" column
+                    gm = _GFX_TOKEN_RE.search(line)
+                    if gm:
+                        _apply_kv(gpu, "GFX Version", gm.group(0), res)
             continue
 
     if '"card' in text and "{" in text:
