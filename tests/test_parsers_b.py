@@ -237,3 +237,48 @@ def test_ansi_colours_are_removed_from_errors():
     result = rocminfo.parse((ROOT / "rocminfo" / "debian-no-gpu-rock-not-loaded.txt").read_text())
     assert all("\x1b" not in e for e in result.errors)
     assert result.facts["rocminfo.error"] == "ROCk module is NOT loaded, possibly no GPU devices"
+
+
+def test_crlf_pastes_read_the_same():
+    for sidecar in SIDECARS:
+        text, meta = _load(sidecar)
+        mod = MODULES[meta["kind"]]
+        assert mod.parse(text.replace("\n", "\r\n")).facts == mod.parse(text).facts, sidecar.name
+
+
+def test_amd_smi_json_shapes():
+    """The --json shapes amd-smi prints: a bare list (ROCm 6.x) or {"gpu_data": [...]} (newer), values as
+    {"value", "unit"} pairs.  Built from the real shapes in AMD's blog (`amd-smi static --json | jq '.[0]["vram"]'`
+    gives {"type": "HBM", "vendor": "N/A", "size": {"value": 196592, "unit": "MB"}}) and the ajean#39 paste;
+    no real complete JSON paste was found, so this is a unit test, not a fixture."""
+    import json as _json
+    static = [{"gpu": 0, "asic": {"market_name": "AMD Instinct MI300X", "target_graphics_version": "gfx942"},
+               "vram": {"type": "HBM", "vendor": "N/A", "size": {"value": 196592, "unit": "MB"}}},
+              {"gpu": 1, "asic": {"market_name": "AMD Instinct MI300X", "target_graphics_version": "gfx942"},
+               "vram": {"type": "HBM", "vendor": "N/A", "size": {"value": 196592, "unit": "MB"}}}]
+    r = amd_smi.parse("$ amd-smi static --json\n" + _json.dumps(static, indent=4))
+    assert r.facts["gpu.count"] == 2
+    assert r.facts["gpu.gfx_targets"] == ["gfx942", "gfx942"]
+    assert r.facts["gpu.vram_total_bytes"] == 196592 * 1024 ** 2
+    assert "gpu.integrated_count" not in r.facts  # gfx942 is MI300A (APU) or MI300X: not decidable
+    metric = {"gpu_data": [{"gpu": 0, "mem_usage": {"total_vram": {"value": 16368, "unit": "MB"},
+                                                    "used_vram": {"value": 14569, "unit": "MB"},
+                                                    "free_vram": {"value": 1799, "unit": "MB"}}}]}
+    r = amd_smi.parse(_json.dumps(metric, indent=4))
+    assert r.facts["gpu.vram_used_bytes"] == 14569 * 1024 ** 2
+    assert r.facts["gpu.vram_free_bytes"] == 1799 * 1024 ** 2
+    version = [{"tool": "AMDSMI Tool", "version": "26.2.0", "amdsmi_library_version": "26.2.0",
+                "rocm_version": "7.0.2", "amdgpu_version": "6.16.6"}]
+    assert amd_smi.parse(_json.dumps(version, indent=2)).facts["rocm.version"] == "7.0.2"
+
+
+def test_amd_smi_decimal_target_version_is_rewritten():
+    r = amd_smi.parse("GPU: 0\n    ASIC:\n        MARKET_NAME: AMD Instinct MI210\n        TARGET_GRAPHICS_VERSION: gfx90010\n")
+    assert r.facts["gpu.gfx_targets"] == ["gfx90a"]
+    assert any("gfx90010" in n for n in r.notes)
+
+
+def test_rocm_smi_selection_gives_no_count():
+    text = (ROOT / "rocm_smi" / "rocm63-mi300a-id-concise-meminfo.txt").read_text().replace("$ rocm-smi -i", "$ rocm-smi -d 0 -i")
+    r = rocm_smi.parse(text)
+    assert "gpu.count" not in r.facts and r.facts["gpu.names"] == ["AMD Instinct MI300A"]
