@@ -18,27 +18,17 @@ from __future__ import annotations
 import re
 
 from .base import ParseResult
+from .hipconfig import GPU_ENV_PREFIXES
 
 KIND = "collect_env"
 
 _UNKNOWN = {"", "n/a", "none", "could not collect", "no cuda", "unknown"}
 
-# Lines that only collect_env prints (or its forks).  Used by detect().
-_MARKERS = (
-    "Collecting environment information",
-    "PyTorch version:",
-    "Is debug build:",
-    "CUDA used to build PyTorch:",
-    "ROCM used to build PyTorch:",
-    "Is CUDA available:",
-    "CUDA runtime version:",
-    "GPU models and configuration:",
-    "Nvidia driver version:",
-    "cuDNN version:",
-    "HIP runtime version:",
-    "MIOpen runtime version:",
-    "Is XNNPACK available:",
-    "Versions of relevant libraries:",
+_MARKER_RX = re.compile(
+    r"^[ \t>]*(PyTorch version|Is debug build|CUDA used to build PyTorch|ROCM used to build PyTorch|Is CUDA available"
+    r"|CUDA runtime version|GPU models and configuration|Nvidia driver version|cuDNN version|HIP runtime version"
+    r"|MIOpen runtime version|Is XNNPACK available|vLLM Version|Neuron SDK Version|vLLM Build Flags)[ \t]*:",
+    re.MULTILINE,
 )
 
 _KEYS = {
@@ -82,6 +72,7 @@ _NVIDIA_WHEEL = re.compile(
 )
 _NUMERIC_VERSION = re.compile(r"^\d+(?:\.\d+)*")
 _WIDE_GAP = re.compile(r"\s{4,}")
+_ENV_LINE = re.compile(r"^([A-Z][A-Z0-9_]{1,80})=(.*)$")
 _CE_FRAME = re.compile(r'File "[^"\n]{0,300}collect_env\.py", line \d+')
 
 _PKG_FACTS = {
@@ -138,7 +129,8 @@ def _flavour(version: str) -> str | None:
 
 def detect(text: str) -> float:
     head = text[:400_000]
-    hits = sum(1 for m in _MARKERS if m in head)
+    hits = len(set(m.group(1) for m in _MARKER_RX.finditer(head)))
+    hits += sum(1 for m in ("Collecting environment information", "Versions of relevant libraries") if m in head)
     if hits >= 4:
         return 0.97
     if hits >= 2:
@@ -176,6 +168,7 @@ def _parse_into(text: str, res: ParseResult) -> None:
     lines = text.split("\n")
 
     values: dict[str, str] = {}
+    env: dict[str, str] = {}
     gpu_lines: list[str] = []
     pkg_lines: list[tuple[str, str]] = []
     cpu_block: list[str] = []
@@ -236,9 +229,14 @@ def _parse_into(text: str, res: ParseResult) -> None:
                 continue
             in_gpu = False  # fall through: this line is the next key
 
-        if line == "CPU:":
+        if line == "CPU:" or line == "CPU Info":  # "CPU Info" is the banner of vLLM's 2025 layout
             in_cpu = True
             continue
+        if "=" in line and not in_cpu:
+            m = _ENV_LINE.match(line)
+            if m and m.group(1).startswith(GPU_ENV_PREFIXES):
+                env.setdefault(m.group(1), m.group(2))
+                continue
         if line.startswith("Versions of relevant libraries"):
             in_cpu = False
             saw_libs_header = True
@@ -419,6 +417,7 @@ def _parse_into(text: str, res: ParseResult) -> None:
         if name == "torch" and tool == "conda" and "torch.installed" not in facts and version:
             facts["torch.installed"] = True
     vv = values.get("vllm_version")
+    vv = vv.split()[0] if vv and vv.split() else vv  # "0.9.1.dev325+g9d880f594 (git sha: 9d880f594)"
     if _known(vv) and _NUMERIC_VERSION.match(vv) and "pkg.vllm" not in facts:
         facts["pkg.vllm"] = vv
         fl = _flavour(vv)
@@ -432,6 +431,11 @@ def _parse_into(text: str, res: ParseResult) -> None:
         facts["torch.installed"] = True
     elif tv is not None and tv.strip().lower() == "n/a" and saw_libs_header and any(t != "conda" for t, _ in pkg_lines):
         facts["torch.installed"] = False
+
+    for k, v in env.items():
+        facts[f"env.{k}"] = v
+    if env:
+        facts["env.set_names"] = sorted(env)
 
     # --- plain-language notes -------------------------------------------------------------------------
     if "torch_version" not in values and values:

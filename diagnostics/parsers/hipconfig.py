@@ -34,10 +34,12 @@ _ERROR = re.compile(
 
 _ERROR_WORDS = ("Can't exec", "HSA Error", "ommand not found", "No such file", "cannot find", "rror:",
                 "Warning: ", "hipconfig: ")
-_GPU_ENV_PREFIXES = (
+# environment variables that change how the GPU stack behaves (shared with the collect_env parser)
+GPU_ENV_PREFIXES = (
     "HSA_", "HIP_VISIBLE", "HIP_PLATFORM", "HIP_PATH", "HIP_CLANG_PATH", "HIP_COMPILER", "HIP_RUNTIME",
-    "HIP_LAUNCH_BLOCKING", "ROCR_", "ROCM_", "ROCBLAS_", "MIOPEN_", "HCC_", "AMD_", "GPU_DEVICE_ORDINAL",
-    "CUDA_VISIBLE_DEVICES", "PYTORCH_ROCM_ARCH", "HIPBLASLT_", "TENSILE_",
+    "HIP_LAUNCH_BLOCKING", "HIP_FORCE", "ROCR_", "ROCM_", "ROCBLAS_", "MIOPEN_", "HCC_", "AMD_", "GPU_DEVICE_ORDINAL",
+    "CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "CUDA_MODULE_LOADING", "PYTORCH_ROCM_ARCH", "PYTORCH_HIP_ALLOC_CONF",
+    "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_TUNABLEOP_", "TORCH_ROCM_", "HIPBLASLT_", "TENSILE_", "NCCL_", "RCCL_",
 )
 _PLATFORMS = {"amd": "amd", "hcc": "amd", "nvidia": "nvidia", "nvcc": "nvidia"}
 
@@ -182,7 +184,7 @@ def _parse_into(text: str, res: ParseResult) -> None:
         facts["os.kernel"] = kernel
     if distro:
         facts["os.name"] = distro
-    gpu_env = {k: v for k, v in env.items() if k.startswith(_GPU_ENV_PREFIXES)}
+    gpu_env = {k: v for k, v in env.items() if k.startswith(GPU_ENV_PREFIXES)}
     for k, v in gpu_env.items():
         facts[f"env.{k}"] = v
     if gpu_env:
