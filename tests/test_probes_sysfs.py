@@ -83,3 +83,18 @@ def test_system_container_and_wsl(tmp_path):
     assert o.data["container.kind"] == "wsl"
     assert o.data["os.id"] == "ubuntu" and o.data["os.version_id"] == "22.04"
     assert o.data["host.mem_total_bytes"] == 16303260 * 1024
+
+
+def test_dkms_status_parsing():
+    text = ("amdgpu/6.8.5-2009582.22.04, 6.8.0-45-generic, x86_64: installed\n"
+            "amdgpu/6.8.5-2009582.22.04, 6.11.0-9-generic, x86_64: built\n"
+            "virtualbox/7.0.16, 6.8.0-45-generic, x86_64: installed\n")
+    assert devices.parse_dkms(text, "6.8.0-45-generic") == "installed"
+    assert devices.parse_dkms(text, "6.11.0-9-generic") == "built"
+    assert devices.parse_dkms("amdgpu/6.3.6-1697589.22.04: added\n", "6.5.0-14-generic") == "added"
+    assert devices.parse_dkms("virtualbox/7.0.16, 6.8.0, x86_64: installed\n", "6.8.0") is None
+
+
+def test_native_targets_from_sysfs():
+    o = run(gpus, "mi250x-cpu-node-old-kernel")
+    assert o.data["gpu.native_gfx_targets"] == ["gfx90a"]

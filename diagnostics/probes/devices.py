@@ -66,6 +66,44 @@ def pci_gpus(root: str) -> list[tuple[str, str, str]]:
     return out
 
 
+def live_root(root: str) -> bool:
+    return root in ("", "/")
+
+
+def parse_dkms(text: str, kernel: str) -> str | None:
+    """`dkms status` lines like 'amdgpu/6.8.5-2009582.22.04, 6.8.0-45-generic, x86_64: installed'."""
+    best = None
+    for line in text.splitlines():
+        if not line.lower().startswith("amdgpu"):
+            continue
+        low = line.lower()
+        state = "broken" if ("broken" in low or "error" in low) else next(
+            (s for s in ("installed", "built", "added") if s in low), None)
+        if state is None:
+            continue
+        if kernel and kernel in line:
+            return state
+        best = best or state
+    return best
+
+
+def dkms_status(out: Emitter) -> None:
+    import platform
+    import shutil
+
+    from .base import run_tool
+
+    exe = shutil.which("dkms")
+    if not exe:
+        return
+    rc, so, se, prob = run_tool([exe, "status"], timeout=15)
+    state = parse_dkms(so + se, platform.release()) if not prob else None
+    if state:
+        out.fact("driver.amdgpu_dkms_status", state)
+        if state != "installed":
+            out.evidence("dkms", "dkms status: " + " | ".join(ln for ln in (so + se).splitlines() if "amdgpu" in ln)[:500])
+
+
 def collect(root: str, out: Emitter) -> None:
     # --- PCI inventory: which GPUs exist at all, whatever software is installed
     if os.path.isdir(rpath(root, "/sys/bus/pci/devices")):
@@ -95,6 +133,8 @@ def collect(root: str, out: Emitter) -> None:
         out.fact("driver.amdgpu_blacklisted", black)
     if not amdgpu:
         out.evidence("sysfs", "/sys/module/amdgpu does not exist: the amdgpu kernel driver is not loaded")
+    if live_root(root):
+        dkms_status(out)
 
     # --- identity of the running process (only meaningful on the live system)
     live = root in ("", "/")

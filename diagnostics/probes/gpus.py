@@ -100,6 +100,8 @@ def collect(root: str, out: Emitter) -> None:
                               + (f", VRAM {total / (1 << 30):.1f} GiB" if total else ""))
     out.fact("gpu.count", len(gpus))
     out.fact("gpu.gfx_targets", [g["gfx"] for g in gpus if g["gfx"]])
+    # sysfs shows the hardware's own target, whatever HSA_OVERRIDE_GFX_VERSION says
+    out.fact("gpu.native_gfx_targets", [g["gfx"] for g in gpus if g["gfx"]])
     out.fact("gpu.integrated_count", sum(1 for g in gpus if g["integrated"]))
     out.fact("gpu.discrete_count", sum(1 for g in gpus if not g["integrated"]))
     if gpus:

@@ -142,6 +142,11 @@ def collect(root: str, out: Emitter) -> None:
             for k, v in facts.items():
                 if k != "rocm.version" or version is None:
                     out.fact(k, v)
+    if root in ("", "/") and shutil.which("ollama"):
+        rc, so, se, prob = run_tool(["ollama", "--version"], timeout=5)
+        m = re.search(r"version is (\S+)|(\d+\.\d+\.\d+\S*)", so + se)
+        if m:
+            out.fact("ollama.version", m.group(1) or m.group(2))
     out.fact("rocm.installed", installed)
     if not installed:
         out.status("warn", "no ROCm userspace found")

@@ -99,6 +99,10 @@ def collect(root: str, out: Emitter) -> None:
     m = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
     if m:
         out.fact("host.cpu_model", m.group(1).strip())
+    if live:
+        out.fact("host.arch", platform.machine())
+    if os.path.isdir(rpath(root, "/sys/class/iommu")):
+        out.fact("os.iommu_enabled", bool(os.listdir(rpath(root, "/sys/class/iommu"))))
     kind = container_kind(root)
     out.fact("container.present", kind is not None)
     if kind:
@@ -121,7 +125,16 @@ def collect(root: str, out: Emitter) -> None:
     if text:
         lines = [ln for ln in text.splitlines() if KLOG_RE.search(ln)]
         if lines:
-            out.log("kernel log", "\n".join(lines[-3000:]))
+            klog = "\n".join(lines[-3000:])
+            out.log("kernel log", klog)
+            try:  # the same parser that reads a pasted dmesg
+                from .. import parsers
+
+                for k, v in parsers.parse(klog, "dmesg").facts.items():
+                    if k not in ("os.kernel", "os.kernel_cmdline"):
+                        out.fact(k, v)
+            except (ImportError, ValueError):
+                pass
     summary = rel.get("PRETTY_NAME", "unknown OS") + (f", kernel {kernel}" if kernel else "")
     if kind:
         summary += f", inside {kind}"

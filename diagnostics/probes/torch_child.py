@@ -19,6 +19,7 @@ NEIGHBOURS = {
     "vllm": "pkg.vllm",
     "triton": "pkg.triton",
     "pytorch-triton-rocm": "pkg.triton",
+    "torchvision": "pkg.torchvision",
 }
 TORCH_DISTS = ("torch", "torch-rocm", "torch-cuda", "torch-cpu", "pytorch")
 
@@ -95,6 +96,30 @@ def metadata_stage():
     return version
 
 
+def check_bitsandbytes(hip):
+    """bitsandbytes loads libbitsandbytes_rocm<MAJOR><MINOR>.so for torch's HIP version; is it shipped?"""
+    try:
+        from importlib import util
+
+        spec = util.find_spec("bitsandbytes")
+    except Exception:
+        return
+    if spec is None or not spec.submodule_search_locations:
+        return
+    parts = str(hip).split(".")
+    if len(parts) < 2:
+        return
+    want = "libbitsandbytes_rocm%s%s" % (parts[0], parts[1])
+    try:
+        files = os.listdir(list(spec.submodule_search_locations)[0])
+    except OSError:
+        return
+    rocm_libs = sorted(f for f in files if f.startswith("libbitsandbytes_rocm"))
+    fact("pkg.bitsandbytes_rocm_lib_missing", not any(f.startswith(want) for f in files))
+    if rocm_libs and not any(f.startswith(want) for f in files):
+        emit({"evidence": {"source": "bitsandbytes", "excerpt": "torch needs %s.so; bitsandbytes ships %s" % (want, ", ".join(rocm_libs))}})
+
+
 def main():
     version = metadata_stage()
     emit({"stage": "import torch"})
@@ -119,6 +144,8 @@ def main():
     fact("torch.cuda_version", cuda)
     build = "rocm" if hip else ("cuda" if cuda else "cpu")
     fact("torch.build", build)
+    if hip:
+        check_bitsandbytes(hip)
 
     emit({"stage": "device query"})
     try:
