@@ -103,7 +103,7 @@ def test_cpu_generation_with_builtin_model(cache_dir):
     assert factcat.clean_facts(f)[1] == []
     est = g["estimate"]
     assert est["params"] == est["params_from_config"] == gchild.params_from_safetensors(g["model_dir"])[0]
-    assert est["total_bytes"] == f["gen.estimate_bytes"]
+    assert est["total_bytes"] == f["gen.estimate_bytes"] and f["gen.params"] == est["params"]
     # progress arrived while it ran, in order
     joined = " | ".join(stages)
     assert joined.index("loading") < joined.index("warming up") < joined.index("generating")
@@ -377,6 +377,7 @@ def test_assemble_slow_gpu_and_offload_are_warnings():
     result = {"status": "ok", "device": "mixed", "tokens_per_s": 3.0, "cpu_tokens_per_s": 6.0,
               "gpu_vs_cpu_ratio": 0.5, "target_device": "cuda", "new_tokens": 8}
     recs = [{"fact": "gen.device", "value": "mixed"}, {"fact": "gen.offloaded", "value": True},
+            {"fact": "gen.params", "value": 1_034_000_000},
             {"fact": "gen.gpu_vs_cpu_ratio", "value": 0.5}, {"result": result}]
     g = assemble(recs, _res())
     assert g["status"] == "warn" and len(g["warnings"]) == 2
@@ -384,6 +385,18 @@ def test_assemble_slow_gpu_and_offload_are_warnings():
     fast = dict(result, device="cuda", gpu_vs_cpu_ratio=12.0)
     g = assemble([{"fact": "gen.device", "value": "cuda"}, {"result": fast}], _res())
     assert g["status"] == "ok" and g["warnings"] == []
+
+
+def test_assemble_does_not_judge_speed_on_a_tiny_model():
+    # a healthy GPU is launch-bound on a 0.1 M-parameter model and may well be slower than the CPU
+    result = {"status": "ok", "device": "cuda", "tokens_per_s": 300.0, "cpu_tokens_per_s": 900.0,
+              "gpu_vs_cpu_ratio": 1 / 3, "target_device": "cuda", "new_tokens": 8}
+    recs = [{"fact": "gen.device", "value": "cuda"}, {"fact": "gen.params", "value": 111_296},
+            {"fact": "gen.gpu_vs_cpu_ratio", "value": 0.333}, {"result": result}]
+    g = assemble(recs, _res())
+    assert g["status"] == "ok" and g["warnings"] == []
+    assert any("too small to judge" in n for n in g["notes"])
+    assert g["facts"]["gen.gpu_vs_cpu_ratio"] == 0.333          # the measurement itself is kept
 
 
 def test_assemble_exit_without_result_keeps_the_stderr_tail():

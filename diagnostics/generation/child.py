@@ -449,7 +449,7 @@ class _Clock:
 
 def _sync_fn(device: str):
     import torch
-    if device.startswith("cuda"):
+    if device.startswith("cuda") or (device == "mixed" and torch.cuda.is_available()):
         return torch.cuda.synchronize
     return None
 
@@ -512,6 +512,10 @@ def load_model(model_dir: str, device: str, dtype_name: str, device_map: str | N
     accelerate = _has_accelerate()
     if device_map:
         kw["device_map"] = device_map
+        cap = os.environ.get("GPU_DOCTOR_MAX_GPU_MEMORY")
+        if cap and device == "cuda":
+            # accelerate's placement under a GPU budget: what makes it offload layers to the CPU
+            kw["max_memory"] = {0: cap, "cpu": os.environ.get("GPU_DOCTOR_MAX_CPU_MEMORY", "200GiB")}
     elif device == "cuda" and accelerate:
         kw["device_map"] = {"": 0}
     model = AutoModelForCausalLM.from_pretrained(model_dir, **kw)
@@ -538,7 +542,9 @@ def run(args, result: dict) -> dict:
     result["torch_version"] = torch.__version__
     result["transformers_version"] = transformers.__version__
     result["import_s"] = round(time.perf_counter() - t0, 3)
-    torch.set_num_threads(max(1, min(os.cpu_count() or 1, args.threads or os.cpu_count() or 1)))
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    result["cpu_threads"] = torch.get_num_threads()
 
     cuda_ok = torch.cuda.is_available()
     if args.device == "cuda" and not cuda_ok:
@@ -547,12 +553,6 @@ def run(args, result: dict) -> dict:
                              f"{'HIP ' + torch.version.hip if torch.version.hip else 'CUDA ' + str(torch.version.cuda) if torch.version.cuda else 'CPU only'})")
     device = "cuda" if (args.device == "cuda" or (args.device == "auto" and cuda_ok)) else "cpu"
     result["target_device"] = device
-
-    frac = os.environ.get("GPU_DOCTOR_GPU_MEMORY_FRACTION")
-    if device == "cuda" and frac:
-        torch.cuda.set_per_process_memory_fraction(float(frac), 0)
-        result["gpu_memory_fraction"] = float(frac)
-        emit({"note": f"GPU memory capped at fraction {frac} of the device (GPU_DOCTOR_GPU_MEMORY_FRACTION)"})
 
     if args.dtype == "auto":
         if device == "cuda":
@@ -566,6 +566,8 @@ def run(args, result: dict) -> dict:
     # --- the model and its estimate, before loading anything heavy
     progress("resolving model")
     model_dir, display = resolve_model(args.model, args.cache_dir, "cuda" if device == "cuda" else "cpu")
+    if device == "cuda":
+        torch.cuda.empty_cache()                  # a model just built on the GPU must not count below
     result["model"] = display
     result["model_dir"] = model_dir
     cfg = read_config(model_dir)
@@ -589,6 +591,7 @@ def run(args, result: dict) -> dict:
     est["params_source"] = "safetensors headers" if counted else "config.json"
     est["params_from_config"] = by_config
     result["estimate"] = est
+    fact("gen.params", int(params))
     fact("gen.estimate_bytes", est["total_bytes"])
     fact("gen.dtype", dtype_name)
 
@@ -632,6 +635,12 @@ def run(args, result: dict) -> dict:
         raise Stop("tokenizer-missing", f"no usable tokenizer in {model_dir}")
 
     # --- load
+    frac = os.environ.get("GPU_DOCTOR_GPU_MEMORY_FRACTION")
+    if device == "cuda" and frac:
+        # a knob to provoke a real out-of-memory: torch refuses allocations beyond this share of the GPU
+        torch.cuda.set_per_process_memory_fraction(float(frac), 0)
+        result["gpu_memory_fraction"] = float(frac)
+        emit({"note": f"GPU memory capped at {float(frac):g} of the device (GPU_DOCTOR_GPU_MEMORY_FRACTION)"})
     progress("loading", device=device, dtype=dtype_name)
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats(0)
