@@ -149,6 +149,7 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "gen.error": ("str", "the error that stopped the generation, verbatim"),
     "gen.peak_gpu_bytes": ("int", "peak GPU memory allocated by the generation"),
     "gen.peak_rss_bytes": ("int", "peak host RSS of the generation process"),
+    "gen.params": ("int", "parameters of the model used by the test generation (a tiny model cannot show GPU speed)"),
     "gen.error_kind": ("str", "what stopped the generation: oom-gpu, oom-host, too-large, model-corrupt, tokenizer-missing, model-not-found, load-failed, generate-failed, no-gpu, import-failed, timeout, crashed, error"),
 }
 
