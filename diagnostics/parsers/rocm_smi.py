@@ -223,8 +223,12 @@ def _parse_into(text: str, res: ParseResult) -> None:
             continue
         if line.startswith(("ERROR", "WARNING")) or line.startswith("cat: /sys/module/amdgpu"):
             errors.append(line)
-            if primary is None and line.startswith("ERROR"):
+            # "ERROR: GPU[0] : Unable to get ..." is one unsupported reading of a working GPU, not the tool failing
+            if primary is None and line.startswith("ERROR") and not re.match(r"ERROR:\s*GPU\[\d+\]", line):
                 primary = line
+            m = re.match(r"ERROR:\s*GPU\[(\d+)\]", line)
+            if m:
+                gpus.setdefault(int(m.group(1)), _Gpu())
             continue
         if "ROCm System Management Interface" in line or "End of ROCm SMI Log" in line:
             saw_smi_frame = True

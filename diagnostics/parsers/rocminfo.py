@@ -295,8 +295,12 @@ def _parse_into(text: str, res: ParseResult) -> None:
             errors.append(line)
             set_primary(line)
             continue
-        if line.startswith(("libkmod: ERROR", "Error: could not get list of modules")) or line == "Segmentation fault":
+        if line.startswith(("libkmod: ERROR", "Error: could not get list of modules")):
             errors.append(line)
+            continue
+        if line.startswith(("Segmentation fault", "Aborted (core dumped)", "Bus error")):
+            errors.append(line)  # the shell's report that rocminfo itself crashed
+            set_primary(line)
             continue
         if line.startswith("WSL environment detected"):
             facts["container.kind"] = "wsl"
