@@ -304,6 +304,14 @@ def test_dmesg_secure_boot_and_blacklist_lines():
     assert dmesg.parse("[    0.0] secureboot: Secure boot disabled\n").facts["os.secure_boot"] is False
 
 
+def test_dmesg_restricted_buffer_is_a_tool_error():
+    res = dmesg.parse("dmesg: read kernel buffer failed: Operation not permitted\n")
+    assert res.errors == ["dmesg: read kernel buffer failed: Operation not permitted"]
+    assert res.facts == {}
+    assert any("dmesg_restrict" in n for n in res.notes)
+    assert detect_kind("dmesg: read kernel buffer failed: Operation not permitted\n") == "dmesg"
+
+
 def test_dmesg_wsl_kernel():
     text = "[    0.000000] Linux version 5.15.153.1-microsoft-standard-WSL2 (root@941d701f84f1) (gcc (GCC) 11.2.0) #1 SMP\n"
     f = dmesg.parse(text).facts

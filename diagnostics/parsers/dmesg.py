@@ -84,12 +84,17 @@ _ERROR_RX = re.compile("|".join(re.escape(m) for m in _ERROR_MARKERS))
 _KERNEL_MARKERS = ("kfd kfd", "[drm]", "[drm:", "NVRM:", "amdgpu 0000:", "amdgpu: ", "Linux version ",
                    "Out of memory: Killed process", ": kern:", "Lockdown: ", "oom-kill:", "kernel: ")
 
+# failures of the tools that read the log (util-linux dmesg, journalctl)
+_TOOL_ERRORS = ("dmesg: ", "journalctl: ", "No journal files were found", "-- No entries --")
+
 MAX_ERRORS = 200
 MAX_LINE = 4000
 
 
 def detect(text: str) -> float:
     head = text[:300_000]
+    if head.lstrip().startswith("dmesg: read kernel buffer failed"):
+        return 0.6
     lines = [ln for ln in head.split("\n")[:3000] if ln.strip()]
     if not lines:
         return 0.0
@@ -144,6 +149,16 @@ def _parse_into(text: str, res: ParseResult) -> None:
         if len(raw) > MAX_LINE or not raw.strip():
             continue
         msg = raw  # every pattern below searches inside the line, so prefixes need not be removed
+        if raw.startswith(_TOOL_ERRORS):
+            # the reading tool's own failure, e.g. "dmesg: read kernel buffer failed: Operation not permitted"
+            line = raw.strip()
+            if line not in seen_err:
+                seen_err.add(line)
+                errors.append(line)
+            if "Operation not permitted" in raw:
+                res.notes.append("the kernel log is restricted to root here (kernel.dmesg_restrict=1): "
+                                 "run 'sudo dmesg' or 'journalctl -k' as a member of the adm/systemd-journal group")
+            continue
 
         if "Linux version " in msg and "os.kernel" not in facts:
             m = _LINUX_VERSION.search(msg)
