@@ -278,6 +278,9 @@ def test_hipconfig_one_value_options():
     assert res.facts == {"hip.runtime_version": "6.2.41133"}
     assert hipconfig.parse("amd\n").facts == {"hip.platform": "amd"}
     assert hipconfig.parse("nvcc").facts == {"hip.platform": "nvidia"}
+    assert hipconfig.parse("/opt/rocm-6.4.1").facts == {"rocm.path": "/opt/rocm-6.4.1", "rocm.version": "6.4.1"}
+    assert hipconfig.parse("/opt/rocm\n").facts == {"rocm.path": "/opt/rocm"}
+    assert detect_kind("6.2.41133-dd7f95766") == "hipconfig"
 
 
 def test_hipconfig_env_section_gpu_variables_only():

@@ -26,6 +26,7 @@ _BARE_VERSION = re.compile(r"^(\d+\.\d+\.\d+)(?:-[0-9a-f]{6,})?$")
 _CLANG = re.compile(r"^(?:AMD |HCC )?clang version (\S+)")
 _ROCM_DIR = re.compile(r"(?:^|/)rocm-(\d+\.\d+(?:\.\d+)?)/*$")
 _KERNEL = re.compile(r"^Linux \S+ (\d+\.\d+\S*) #")
+_BARE_ROCM_PATH = re.compile(r"^/[^\s:]{0,200}rocm[^\s:]{0,80}$")
 _ENV = re.compile(r"^([A-Z][A-Z0-9_]*)=(.*)$")
 _ERROR = re.compile(
     r"(?:Can't exec|HSA Error|[Cc]ommand not found|No such file or directory|cannot find|[Ee]rror:|"
@@ -59,6 +60,8 @@ def detect(text: str) -> float:
             return 0.45  # hipconfig --version prints the version with its git hash and no newline
         if stripped.lower() in _PLATFORMS:
             return 0.35
+        if _BARE_ROCM_PATH.match(stripped):
+            return 0.35  # hipconfig --rocmpath / --path
     if _VERSION_LINE.search(head[:2000]) and "HIP" in head:
         return 0.5
     return 0.0
@@ -96,6 +99,13 @@ def _parse_into(text: str, res: ParseResult) -> None:
         if stripped.lower() in _PLATFORMS:
             facts["hip.platform"] = _PLATFORMS[stripped.lower()]
             res.notes.append("a bare platform name: taken as the output of 'hipconfig --platform'")
+            return
+        if _BARE_ROCM_PATH.match(stripped):
+            facts["rocm.path"] = stripped.rstrip("/") or "/"
+            m = _ROCM_DIR.search(stripped)
+            if m:
+                facts["rocm.version"] = m.group(1)
+            res.notes.append("a bare path: taken as the output of 'hipconfig --rocmpath'")
             return
 
     values: dict[str, str] = {}
