@@ -151,6 +151,23 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "gen.peak_rss_bytes": ("int", "peak host RSS of the generation process"),
     "gen.params": ("int", "parameters of the model used by the test generation (a tiny model cannot show GPU speed)"),
     "gen.error_kind": ("str", "what stopped the generation: oom-gpu, oom-host, too-large, model-corrupt, tokenizer-missing, model-not-found, load-failed, generate-failed, no-gpu, import-failed, timeout, crashed, error"),
+    # --- the GPU watched while the test generation ran (diagnostics.monitor) -----------------------------------
+    "monitor.source": ("str", "where the GPU samples came from: sysfs, amd-smi, rocm-smi or nvidia-smi"),
+    "monitor.samples": ("int", "GPU samples taken for the watched GPU while the generation ran (before and after included)"),
+    "monitor.gpu_index": ("int", "index (in the sampling tool's numbering) of the GPU the monitor facts describe"),
+    "monitor.generating_samples": ("int", "samples taken while tokens were being generated"),
+    "monitor.gpu_busy_peak_pct": ("float", "highest GPU busy % while tokens were being generated"),
+    "monitor.gpu_busy_mean_pct": ("float", "mean GPU busy % while tokens were being generated"),
+    "monitor.vram_before_bytes": ("int", "VRAM in use just before the generation started (held by others)"),
+    "monitor.vram_peak_bytes": ("int", "highest VRAM in use while the generation ran"),
+    "monitor.vram_after_bytes": ("int", "VRAM in use just after the generation ended"),
+    "monitor.vram_growth_bytes": ("int", "peak VRAM minus VRAM before the run: what the generation took"),
+    "monitor.vram_total_bytes": ("int", "VRAM size of the watched GPU, as the sampling source reports it"),
+    "monitor.vram_others_before_fraction": ("float", "share of the VRAM already in use before the run (0..1)"),
+    "monitor.temp_max_c": ("float", "highest GPU temperature seen while the generation ran (any sensor)"),
+    "monitor.power_max_w": ("float", "highest GPU power draw seen while the generation ran"),
+    "monitor.throttle_seen": ("bool", "the GPU reported (or showed) thermal or power throttling while the generation ran"),
+    "monitor.throttle_reasons": ("list[str]", "throttle reasons seen while the generation ran, e.g. 'sw_power_cap', 'hw_thermal_slowdown'"),
 }
 
 OPEN_PREFIXES = ("env.",)
