@@ -67,6 +67,8 @@ def _check_consistent(url: str) -> set[str]:
             if store.dialect == "sqlite":
                 assert conn.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
                 assert conn.exec_driver_sql("PRAGMA foreign_key_check").all() == []
+                n_fts = conn.exec_driver_sql("SELECT count(*) FROM sessions_fts").scalar()
+                assert n_fts == conn.exec_driver_sql("SELECT count(*) FROM sessions").scalar(), "search index in step"
             for t in ("session_reports", "probe_results", "facts", "diagnoses", "generation_results", "notes"):
                 orphans = conn.execute(text(f"SELECT count(*) FROM {t} WHERE session_id NOT IN "
                                             "(SELECT id FROM sessions)")).scalar()

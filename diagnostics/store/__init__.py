@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
 from sqlalchemy import Engine, create_engine, delete, event, func, insert, or_, select, update
+from sqlalchemy import text as sql_text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import StaticPool
 
@@ -230,6 +231,7 @@ class Store:
         self.url = normalise_url(url or default_url())
         self.engine = make_engine(self.url)
         self.dialect = self.engine.dialect.name
+        self._nparam = 0
         if migrate_schema:
             migrate(self.engine)
 
@@ -391,15 +393,17 @@ class Store:
         page_size = max(1, min(int(page_size), 1000))
         conds: list[Any] = []
         for word in (query or "").lower().split():
-            pat = f"%{_like_escape(word)}%"
-            c = S.c.search_text.like(pat, escape="\\")
+            c = self._contains(word)
             if re.fullmatch(r"[0-9a-f\-]{4,36}", word):
                 c = or_(c, S.c.id.like(f"{_like_escape(word)}%", escape="\\"))
             conds.append(c)
         if host:
             conds.append(S.c.host == host)
         if gpu:
-            conds.append(func.lower(S.c.gpu_names).like(f"%{_like_escape(gpu.lower())}%", escape="\\"))
+            g = gpu.lower().strip()
+            # GPU names are part of search_text: use its index to narrow, then check the GPU column itself
+            conds.append(self._contains(g))
+            conds.append(func.lower(S.c.gpu_names).like(f"%{_like_escape(g)}%", escape="\\"))
         if verdict:
             conds.append(S.c.verdict == verdict)
         if status:
@@ -417,6 +421,19 @@ class Store:
             rows = conn.execute(q).all()
             total = conn.execute(select(func.count()).select_from(S).where(*conds)).scalar_one()
         return [self._row_dict(r) for r in rows], int(total)
+
+    def _contains(self, word: str) -> Any:
+        """Condition: sessions.search_text contains *word* (lowercase), through the trigram index when there is one
+        (SQLite FTS5 trigram table; PostgreSQL pg_trgm serves LIKE directly)."""
+        like = S.c.search_text.like(f"%{_like_escape(word)}%", escape="\\")
+        if self.dialect == "sqlite" and len(word) >= 3:
+            self._nparam += 1
+            name = f"fts_{self._nparam}"
+            phrase = '"' + word.replace('"', '""') + '"'
+            sub = sql_text(f"SELECT session_id FROM sessions_fts WHERE sessions_fts MATCH :{name}").bindparams(
+                **{name: phrase}).columns(session_id=S.c.id.type)
+            return S.c.id.in_(sub)
+        return like
 
     def count(self) -> int:
         with self._read() as conn:

@@ -33,6 +33,9 @@ class SessionRow(SQLModel, table=True):
         Index("ix_sessions_verdict_created", "verdict", "created_at"),
         Index("ix_sessions_status_created", "status", "created_at"),
         Index("ix_sessions_top_diagnosis", "top_diagnosis_id"),
+        Index("ix_sessions_verdict_status_created", "verdict", "status", "created_at"),
+        # plus, outside these classes (revision 0003): SQLite FTS5 trigram table sessions_fts with its
+        # triggers, PostgreSQL pg_trgm GIN index ix_sessions_search_trgm
     )
 
     id: str = Field(primary_key=True, max_length=36)
