@@ -85,11 +85,11 @@ the test is about the machine, not about the prose. 0 1 2 3 4 5 6 7 8 9 10 16 32
 """
 
 # Llama-family configs.  "tiny" is the default test model (about 0.2 M parameters, fast anywhere);
-# "1b" is about 1.04 B parameters (TinyLlama-like shape) for acceptance runs on a real GPU.
+# "1b" is about 1.01 B parameters (TinyLlama-like shape, vocabulary of the built-in tokenizer) for acceptance runs on a real GPU.
 BUILTIN_SIZES = {
     "tiny": dict(hidden_size=64, intermediate_size=176, num_hidden_layers=2, num_attention_heads=4,
                  num_key_value_heads=2, max_position_embeddings=512),
-    "1b": dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22, num_attention_heads=32,
+    "1b": dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=23, num_attention_heads=32,
                num_key_value_heads=4, max_position_embeddings=2048),
 }
 BUILTIN_VOCAB = 512
