@@ -215,16 +215,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _register_optional(sub: Any, module: str, name: str) -> None:
-    """Commands whose module lives in its own file; a missing module leaves the others working."""
+    """Commands whose module lives in its own file; a missing dependency leaves the others working."""
     import importlib
 
     try:
         mod = importlib.import_module(module)
-    except ImportError as exc:
-        sp = sub.add_parser(name, help=f"(unavailable: {exc})")
-        sp.set_defaults(func=lambda a, _e=exc: (_ for _ in ()).throw(ToolError(f"{name} is unavailable: {_e}")))
+        mod.register_cli(sub)
         return
-    mod.register_cli(sub)
+    except ImportError as exc:
+        err = exc
+
+    def unavailable(args: argparse.Namespace, _e: Exception = err) -> int:
+        raise ToolError(f"'{name}' is unavailable here: {_e} (install the requirements: bash scripts/setup.sh)")
+
+    sp = sub.choices.get(name) if hasattr(sub, "choices") else None
+    if sp is None:
+        sp = sub.add_parser(name, help=f"(unavailable: {err})")
+        sp.add_argument("rest", nargs=argparse.REMAINDER)
+    sp.set_defaults(func=unavailable)
+    for action in getattr(sp, "_subparsers", None)._group_actions if getattr(sp, "_subparsers", None) else []:
+        for child in getattr(action, "choices", {}).values():
+            child.set_defaults(func=unavailable)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
