@@ -154,6 +154,37 @@ def signal_name(num: int) -> str:
         return f"signal {num}"
 
 
+TOKEN_VAR = "GPU_DOCTOR_RUN"  # + "_<token>=1": nested runs each add their own
+
+
+def sweep_token(token: str) -> list[int]:
+    """SIGKILL every process whose environment carries *token*: what a child left behind outside its
+    process group (a vendor tool started in its own session, a daemon that called setsid).  Linux /proc
+    only; processes of other users cannot be read and are skipped.  Returns the pids killed."""
+    needle = f"{TOKEN_VAR}_{token}=1".encode()
+    killed = []
+    try:
+        pids = [int(d) for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        return killed
+    me = os.getpid()
+    for pid in pids:
+        if pid == me:
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        if needle in data.split(b"\0"):
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except OSError:
+                pass
+    return killed
+
+
 def run_child(argv: list[str], *, timeout: float, env: dict[str, str] | None = None, cwd: str | None = None,
               on_line: LineFn | None = None, stdin_data: bytes | None = None,
               cancel: threading.Event | None = None, nice: int = 0) -> ChildResult:
@@ -162,6 +193,9 @@ def run_child(argv: list[str], *, timeout: float, env: dict[str, str] | None = N
     ``nice`` > 0 lowers the child's CPU priority (cheap probes yield to the one on the critical path).
     """
     t0 = time.monotonic()
+    token = os.urandom(8).hex()
+    env = dict(os.environ if env is None else env)
+    env[f"{TOKEN_VAR}_{token}"] = "1"
     try:
         proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
@@ -220,6 +254,7 @@ def run_child(argv: list[str], *, timeout: float, env: dict[str, str] | None = N
             continue
     # whatever the child forked dies with it: nothing is left behind holding our pipes
     _killpg(pgid, signal.SIGKILL)
+    sweep_token(token)  # and what escaped the group (own session, setsid daemons) by its inherited token
     for t in threads:
         t.join(timeout=2.0)
     rc = proc.returncode
