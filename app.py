@@ -1,12 +1,12 @@
 """GPU doctor web UI: only the table of contents.  Pages live in ui/ and call the diagnostics library."""
 import streamlit as st
 
-st.set_page_config(page_title="GPU doctor", page_icon="🩺", layout="wide")
+st.set_page_config(page_title="GPU doctor", page_icon=":material/stethoscope:", layout="wide")
 
-diagnose = st.Page("ui/diagnose.py", title="Diagnose", icon="🩺", default=True)
-sessions = st.Page("ui/sessions.py", title="Sessions", icon="🗂️", url_path="sessions")
-kb = st.Page("ui/kb.py", title="Knowledge base", icon="📚", url_path="knowledge-base")
-editor = st.Page("ui/kb_editor.py", title="Write a KB entry", icon="✍️", url_path="kb-editor")
+diagnose = st.Page("ui/diagnose.py", title="Diagnose", icon=":material/stethoscope:", default=True)
+sessions = st.Page("ui/sessions.py", title="Sessions", icon=":material/folder_open:", url_path="sessions")
+kb = st.Page("ui/kb.py", title="Knowledge base", icon=":material/menu_book:", url_path="knowledge-base")
+editor = st.Page("ui/kb_editor.py", title="Write a KB entry", icon=":material/edit_note:", url_path="kb-editor")
 
 page = st.navigation({"Diagnose": [diagnose, sessions], "Contribute": [kb, editor]})
 # a share link may point at the start page (…/?session=<id>): show that session

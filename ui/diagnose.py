@@ -14,11 +14,11 @@ from ui import common, render, safe
 MAX_UPLOAD_BYTES = service.MAX_TEXT_BYTES
 
 common.style()
-st.title("🩺 Diagnose a GPU machine-learning setup")
+st.title("Diagnose a GPU machine-learning setup")
 st.caption("Every check runs in its own process with a time limit: a crashing or hanging GPU stack cannot take "
            "this page down. Nothing is stored unless you press *Save*.")
 
-tab_live, tab_text = st.tabs(["🖥️ Check this machine", "📋 Paste logs or dumps"])
+tab_live, tab_text = st.tabs([":material/computer: Check this machine", ":material/content_paste: Paste logs or dumps"])
 
 with tab_live:
     with st.form("run"):
@@ -92,17 +92,13 @@ def _progress() -> None:
     if not job.done:
         finished = sum(1 for p in state.values() if p["status"] != "running")
         st.info(f"Diagnosis running for {time.time() - job.started:.0f} s — {finished} of {len(state) or '…'} "
-                "checks finished.", icon="⏳")
+                "checks finished.", icon=":material/hourglass_top:")
         if state:
             st.progress(finished / max(1, len(state)))
-        rows = [{"": render.STATUS_GLYPH.get(p["status"], "⏳"), "check": p["title"],
-                 "state": render.STATUS_WORD.get(p["status"], p["status"])
-                 + (f" — {p['stage']}" if p["stage"] and p["status"] == "running" else ""),
-                 "time (s)": round(p["duration_s"] if p["duration_s"] is not None else p.get("elapsed", 0), 1)}
-                for p in state.values()]
-        if rows:
-            st.dataframe(rows, hide_index=True, width="stretch")
-        if st.button("Stop", key="stop"):
+        render.status_table([(p["status"], p["title"], p["stage"] if p["status"] == "running" else "",
+                              p["duration_s"] if p["duration_s"] is not None else p.get("elapsed", 0))
+                             for p in state.values()])
+        if st.button("Stop", icon=":material/stop_circle:", key="stop"):
             job.cancel.set()
         return
     st.session_state.pop("job", None)
@@ -131,7 +127,7 @@ def _share(rep: dict) -> None:
     c1, c2, c3, c4 = st.columns(4)
     saved = st.session_state.get("saved_id")
     with c1:
-        if saved is None and st.button("💾 Save this session", type="primary", key="save",
+        if saved is None and st.button("Save this session", icon=":material/save:", type="primary", key="save",
                                        help="Stores the report (secrets removed) so others can open it by link."):
             store = common.store()
             if store is not None:
@@ -140,19 +136,19 @@ def _share(rep: dict) -> None:
                 except Exception as exc:
                     st.error(f"The session could not be saved: {type(exc).__name__}: {exc}")
         elif saved:
-            st.success("Saved", icon="💾")
+            st.success("Saved", icon=":material/save:")
     clean = redact_report(rep, mask_identity=mask)
     with c2:
-        st.download_button("⬇️ Report (Markdown)", render_markdown(clean), file_name=f"gpu-doctor-{stamp}.md",
+        st.download_button("Report (Markdown)", icon=":material/download:", data= render_markdown(clean), file_name=f"gpu-doctor-{stamp}.md",
                            mime="text/markdown", key="dl_md")
     with c3:
-        st.download_button("⬇️ Report (JSON)", json.dumps(clean, indent=2, ensure_ascii=False),
+        st.download_button("Report (JSON)", icon=":material/download:", data= json.dumps(clean, indent=2, ensure_ascii=False),
                            file_name=f"gpu-doctor-{stamp}.json", mime="application/json", key="dl_json")
     with c4:
         if saved:
             store = common.store()
             if store is not None:
-                st.download_button("📦 Bundle for support", store.export_bundle(saved, mask_identity=mask),
+                st.download_button("Bundle for support", icon=":material/package_2:", data= store.export_bundle(saved, mask_identity=mask),
                                    file_name=f"gpu-doctor-session-{saved[:8]}.json", mime="application/json",
                                    key="dl_bundle",
                                    help="A checksummed file that another GPU doctor imports on its Sessions page.")
@@ -161,7 +157,7 @@ def _share(rep: dict) -> None:
     if saved:
         st.markdown("Link to this session (anyone who can reach this server can open it):")
         st.code(common.session_link(saved), language=None)
-        st.page_link(common.page_file("sessions"), label="Open the saved session", icon="🗂️",
+        st.page_link(common.page_file("sessions"), label="Open the saved session", icon=":material/folder_open:",
                      query_params={"session": saved})
 
 

@@ -25,7 +25,7 @@ def _edit(text: str) -> None:
 
 
 def show_entry(eid: str) -> None:
-    if st.button("← All entries", key="back"):
+    if st.button("All entries", icon=":material/arrow_back:", key="back"):
         _open(None)
         st.rerun()
     e = by_id.get(eid)
@@ -52,10 +52,12 @@ def show_entry(eid: str) -> None:
         cases = kbtools.run_cases(e)
         passed = sum(c["ok"] for c in cases)
         (st.success if passed == len(cases) else st.error)(f"{passed} of {len(cases)} cases pass.")
-        st.dataframe([{"": "✅" if c["ok"] else "❌", "case": c["case"], "expected": c["expect"], "got": c["got"]}
-                      for c in cases], hide_index=True, width="stretch")
+        st.markdown("\n".join(["| | Case | Expected | Got |", "|---|---|---|---|"] + [
+            f"| {':green[:material/check:]' if c['ok'] else ':red[:material/close:]'} | {safe.md_inline(c['case'], 90)} | "
+            f"{c['expect']} | {c['got']} |" for c in cases]))
         for t in e.tests:
-            with st.expander(f"{'🔥' if t.expect == 'fire' else '🤫'} {safe.md_inline(t.name)}"):
+            with st.expander(f"{'must fire' if t.expect == 'fire' else 'must stay silent'}: {safe.md_inline(t.name)}",
+                             icon=":material/local_fire_department:" if t.expect == "fire" else ":material/volume_off:"):
                 if t.facts:
                     st.dataframe([{"fact": k, "value": render.fmt_value(v)} for k, v in t.facts.items()],
                                  hide_index=True, width="stretch")
@@ -65,31 +67,31 @@ def show_entry(eid: str) -> None:
     with st.expander("The YAML file"):
         st.code(src, language="yaml")
     c1, c2 = st.columns(2)
-    if c1.button("✍️ Edit a copy in the editor", key="edit"):
+    if c1.button("Edit a copy in the editor", icon=":material/edit_note:", key="edit"):
         _edit(src)
-    c2.download_button("⬇️ Download the YAML", src, file_name=f"{e.id}.yaml", mime="application/x-yaml",
+    c2.download_button("Download the YAML", icon=":material/download:", data=src, file_name=f"{e.id}.yaml", mime="application/x-yaml",
                        key="download")
 
 
 def list_entries() -> None:
-    st.title("📚 Knowledge base")
+    st.title("Knowledge base")
     st.caption(f"{len(kb.entries)} known failures of ROCm / PyTorch stacks, each with the facts and log lines that "
                f"reveal it, the cause and the fix. Knowledge-base version {safe.md_inline(kb.version)}.")
     if kb.errors:
-        with st.expander(f"⚠️ {len(kb.errors)} entry file(s) could not be loaded"):
+        with st.expander(f"{len(kb.errors)} entry file(s) could not be loaded", icon=":material/warning:"):
             st.code("\n".join(str(x) for x in kb.errors), language=None, wrap_lines=True)
     tags = sorted({t for e in kb.entries for t in e.tags})
     c1, c2, c3 = st.columns([3, 2, 2])
     query = c1.text_input("Search symptoms, error text or ids", key="kbq", placeholder="e.g. invalid device function")
     sel_tags = c2.multiselect("Tags", tags, key="tags", placeholder="any tag")
     sevs = c3.multiselect("Severity", list(SEVERITIES), key="sev", placeholder="any severity",
-                          format_func=lambda s: f"{render.SEV_GLYPH.get(s, '')} {s}")
+                          format_func=lambda s: render.SEV_WORD.get(s, s))
     found = kbtools.search(kb.entries, query, sel_tags, sevs)
     st.caption(f"{len(found)} of {len(kb.entries)} entries")
     if not found:
         st.info("No entry matches. Try fewer words, or write a new entry in the editor.")
         return
-    st.dataframe([{"open": f"{common.PATH_KB}?entry={e.id}", "": render.SEV_GLYPH.get(e.severity, ""),
+    st.dataframe([{"open": f"{common.PATH_KB}?entry={e.id}", "severity": e.severity,
                    "title": e.title, "id": e.id, "tags": ", ".join(e.tags), "cases": len(e.tests)} for e in found],
                  hide_index=True, width="stretch",
                  column_config={"open": st.column_config.LinkColumn("open", display_text="open ↗", width="small")})

@@ -16,7 +16,7 @@ if "editor_seed" in st.session_state:  # "Edit a copy" on the Knowledge base pag
     st.session_state["yaml"] = st.session_state.pop("editor_seed")
 st.session_state.setdefault("yaml", kbtools.template())
 
-st.title("✍️ Write a knowledge-base entry")
+st.title("Write a knowledge-base entry")
 st.caption("An entry is data: conditions over facts and log lines, the cause and the fix, and its own test "
            "cases. Check it here, download the YAML and open a pull request that adds it as kb/<id>.yaml.")
 
@@ -91,9 +91,9 @@ with right:
             st.info(w)
         passed = sum(c["ok"] for c in v.cases)
         (st.success if passed == len(v.cases) else st.error)(f"Its own cases: {passed} of {len(v.cases)} pass.")
-        st.dataframe([{"": "✅" if c["ok"] else "❌", "case": c["case"], "line": c["line"], "expected": c["expect"],
-                       "got": c["got"], "unknown facts": ", ".join(c["unknown"])} for c in v.cases],
-                     hide_index=True, width="stretch")
+        st.markdown("\n".join(["| | Case | Line | Expected | Got |", "|---|---|---:|---|---|"] + [
+            f"| {':green[:material/check:]' if c['ok'] else ':red[:material/close:]'} | {safe.md_inline(c['case'], 90)} | "
+            f"{c['line']} | {c['expect']} | {c['got']} |" for c in v.cases]))
         st.subheader("Saved sessions it would match")
         if store is None:
             st.caption("The session database is not available.")
@@ -112,7 +112,7 @@ with right:
         with st.container(border=True):
             st.markdown(f"{render.SEV_GLYPH.get(e.severity, '')} **{safe.md_inline(e.title, 500)}**")
             st.markdown(safe.md_html(e.fix), unsafe_allow_html=True)
-    st.download_button("⬇️ Download the YAML", (text or "").encode("utf-8"),
+    st.download_button("Download the YAML", icon=":material/download:", data=(text or "").encode("utf-8"),
                        file_name=f"{kbtools.guess_id(text or '')}.yaml", mime="application/x-yaml",
                        disabled=v.error is not None, key="download_yaml",
                        help="Save it as kb/<id>.yaml in a clone of the project, run "

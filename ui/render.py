@@ -11,11 +11,15 @@ import streamlit as st
 
 from ui import safe
 
-STATUS_GLYPH = {"ok": "✅", "warn": "⚠️", "fail": "❌", "timeout": "⏱️", "crashed": "💥", "skipped": "➖",
-                "running": "⏳"}
+# Material icons ship with Streamlit (no emoji font needed on the viewer's machine); colour and word say the same
+STATUS_GLYPH = {"ok": ":green[:material/check_circle:]", "warn": ":orange[:material/warning:]",
+                "fail": ":red[:material/cancel:]", "timeout": ":violet[:material/timer_off:]",
+                "crashed": ":red[:material/dangerous:]", "skipped": ":gray[:material/do_not_disturb_on:]",
+                "running": ":blue[:material/progress_activity:]"}
 STATUS_WORD = {"ok": "passed", "warn": "warning", "fail": "failed", "timeout": "timed out", "crashed": "crashed",
                "skipped": "skipped", "running": "running"}
-SEV_GLYPH = {"critical": "🛑", "error": "❌", "warning": "⚠️", "info": "ℹ️"}
+SEV_GLYPH = {"critical": ":red[:material/report:]", "error": ":red[:material/error:]",
+             "warning": ":orange[:material/warning:]", "info": ":blue[:material/info:]"}
 SEV_WORD = {"critical": "critical", "error": "error", "warning": "warning", "info": "information"}
 VERDICT_WORD = {"problems": "problems found", "incomplete": "incomplete", "healthy": "no known problem"}
 
@@ -36,6 +40,18 @@ def fmt_value(v: Any) -> str:
     return str(v)
 
 
+def status_table(rows: list[tuple[str | None, str, str, float | None]]) -> None:
+    """The board of checks: one icon per status, the check, what it found, how long it took.
+
+    A Markdown table (every cell escaped) rather than a data grid: screen readers and find-in-page see it."""
+    out = ["| | Check | Result | Details | Time |", "|---|---|---|---|---:|"]
+    for status, title, details, dur in rows:
+        t = f"{float(dur):.1f}\u00a0s" if isinstance(dur, (int, float)) else ""
+        out.append(f"| {STATUS_GLYPH.get(status or '', ':gray[:material/help:]')} | {safe.md_inline(title, 80)} | "
+                   f"{STATUS_WORD.get(status or '', safe.md_inline(status))} | {safe.md_inline(details, 160)} | {t} |")
+    st.markdown("\n".join(out))
+
+
 def legend() -> None:
     st.caption("  ".join(f"{STATUS_GLYPH[k]} {STATUS_WORD[k]}" for k in ("ok", "warn", "fail", "timeout", "crashed",
                                                                           "skipped")))
@@ -46,15 +62,10 @@ def probe_board(probes: list[dict[str, Any]]) -> None:
     counts: dict[str, int] = {}
     for p in probes:
         counts[p.get("status")] = counts.get(p.get("status"), 0) + 1
-    st.caption(" · ".join(f"{STATUS_GLYPH.get(k, '?')} {n} {STATUS_WORD.get(k, safe.md_inline(k))}"
+    st.markdown(" · ".join(f"{STATUS_GLYPH.get(k, '?')} {n} {STATUS_WORD.get(k, safe.md_inline(k))}"
                           for k, n in counts.items()))
-    rows = [{"": STATUS_GLYPH.get(p.get("status"), "?"), "check": str(p.get("title") or p.get("id")),
-             "result": STATUS_WORD.get(p.get("status"), str(p.get("status"))),
-             "details": safe.short(p.get("summary") or p.get("error") or "", 200),
-             "time (s)": round(float(p.get("duration_s") or 0), 2)} for p in probes]
-    st.dataframe(rows, hide_index=True, width="stretch",
-                 column_config={"": st.column_config.TextColumn(width="small", help="status of the check"),
-                                "details": st.column_config.TextColumn(width="large")})
+    status_table([(p.get("status"), p.get("title") or p.get("id"), p.get("summary") or p.get("error") or "",
+                   p.get("duration_s")) for p in probes])
     troubled = [p for p in probes if p.get("status") in ("fail", "warn", "timeout", "crashed") and
                 (p.get("error") or p.get("evidence") or p.get("output_tail"))]
     if troubled:
@@ -153,7 +164,7 @@ def diagnoses(report: dict[str, Any]) -> None:
     for i, d in enumerate(real):
         diagnosis_card(d, patterns, expanded=(i == 0))
     if benign:
-        with st.expander(f"ℹ️ {len(benign)} harmless message(s) seen (information only)"):
+        with st.expander(f"{len(benign)} harmless message(s) seen (information only)", icon=":material/info:"):
             for d in benign:
                 st.markdown(f"- **{safe.md_inline(d.get('title'))}** ({safe.md_inline(d.get('id'))})")
                 ev = d.get("evidence") or []
@@ -162,7 +173,7 @@ def diagnoses(report: dict[str, Any]) -> None:
                                 unsafe_allow_html=True)
     nro = report.get("not_ruled_out") or []
     if nro:
-        with st.expander(f"❔ {len(nro)} cause(s) not ruled out (a check could not run)"):
+        with st.expander(f"{len(nro)} cause(s) not ruled out (a check could not run)", icon=":material/help:"):
             for d in nro:
                 st.markdown(f"- **{safe.md_inline(d.get('title'))}**: {safe.md_inline(d.get('reason'))}")
 
@@ -254,11 +265,11 @@ def headline(rep: dict[str, Any]) -> None:
         verdict = _v(rep)
     if verdict == "problems":
         top = next((d for d in rep.get("diagnoses") or [] if not d.get("benign")), None)
-        st.error("**Problem found:** " + (safe.md_inline(top.get("title")) if top else "see below"), icon="🛑")
+        st.error("**Problem found:** " + (safe.md_inline(top.get("title")) if top else "see below"), icon=":material/report:")
     elif verdict == "incomplete":
-        st.warning("Some checks crashed or timed out; the diagnosis may be incomplete.", icon="⚠️")
+        st.warning("Some checks crashed or timed out; the diagnosis may be incomplete.", icon=":material/warning:")
     else:
-        st.success("No known problem found.", icon="✅")
+        st.success("No known problem found.", icon=":material/check_circle:")
 
 
 def logs(rep: dict[str, Any]) -> None:

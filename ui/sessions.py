@@ -9,16 +9,16 @@ import streamlit as st
 from ui import common, render, safe
 
 PAGE_SIZE = 25
-VERDICTS = {"any verdict": None, "🛑 problems found": "problems", "⚠️ incomplete": "incomplete",
-            "✅ no known problem": "healthy"}
-STATUS_GLYPH = {"new": "🆕", "investigating": "🔎", "resolved": "✔️"}
+VERDICTS = {"any verdict": None, "problems found": "problems", "incomplete": "incomplete",
+            "no known problem": "healthy"}
+STATUS_GLYPH = {"new": "", "investigating": "", "resolved": ""}
 
 common.style()
 store = common.store()
 
 
 def _verdict_cell(v: str | None) -> str:
-    return {"problems": "🛑 problems", "incomplete": "⚠️ incomplete", "healthy": "✅ healthy"}.get(v or "", v or "")
+    return {"problems": "problems found", "incomplete": "incomplete", "healthy": "no known problem"}.get(v or "", v or "")
 
 
 def _open(sid: str | None) -> None:
@@ -69,8 +69,8 @@ def _compare(sid: str) -> None:
     st.caption(f"From {a[:8]} (before) to {b[:8]} (after): verdict {diff['verdict']['before']} → "
                f"{diff['verdict']['after']}")
     c1, c2, c3 = st.columns(3)
-    for col, key, title in ((c1, "appeared", "🆕 Appeared"), (c2, "disappeared", "✔️ Gone"),
-                            (c3, "unchanged", "= Still there")):
+    for col, key, title in ((c1, "appeared", ":red[:material/add_circle:] New"), (c2, "disappeared", ":green[:material/check_circle:] Gone"),
+                            (c3, "unchanged", ":gray[:material/drag_handle:] Still there")):
         with col:
             st.markdown(f"**{title}**")
             if not diff[key]:
@@ -93,11 +93,11 @@ def _exports(sid: str) -> None:
     st.subheader("Export")
     mask = st.checkbox("Hide the host and user names", key="export_mask")
     c1, c2, c3 = st.columns(3)
-    c1.download_button("📦 Bundle (for another GPU doctor)", store.export_bundle(sid, mask_identity=mask),
+    c1.download_button("Bundle (for another GPU doctor)", icon=":material/package_2:", data= store.export_bundle(sid, mask_identity=mask),
                        file_name=f"gpu-doctor-session-{sid[:8]}.json", mime="application/json", key="exp_bundle")
-    c2.download_button("⬇️ Markdown report", store.export_markdown(sid, mask_identity=mask),
+    c2.download_button("Markdown report", icon=":material/download:", data= store.export_markdown(sid, mask_identity=mask),
                        file_name=f"gpu-doctor-{sid[:8]}.md", mime="text/markdown", key="exp_md")
-    c3.download_button("⬇️ HTML report", store.export_html(sid, mask_identity=mask),
+    c3.download_button("HTML report", icon=":material/download:", data= store.export_html(sid, mask_identity=mask),
                        file_name=f"gpu-doctor-{sid[:8]}.html", mime="text/html", key="exp_html")
     st.caption("Secrets (tokens, passwords, keys) were removed when the session was saved.")
 
@@ -105,7 +105,7 @@ def _exports(sid: str) -> None:
 def show_session(sid: str) -> None:
     from diagnostics.store import STATUSES, SessionNotFound
 
-    if st.button("← All sessions", key="back"):
+    if st.button("All sessions", icon=":material/arrow_back:", key="back"):
         _open(None)
         st.rerun()
     try:
@@ -115,21 +115,20 @@ def show_session(sid: str) -> None:
         st.error("There is no saved session with this id. It may have been deleted, or the link is incomplete.")
         st.code(sid, language=None)
         return
-    st.title(f"🗂️ Session {sid[:8]}")
+    st.title(f"Session {sid[:8]}")
     st.caption(f"{safe.md_inline(common.fmt_time(rep.get('created_at')))} · host {safe.md_inline(rep.get('host') or '?')}"
                f" · {'pasted text' if rep.get('source') == 'pasted' else 'live run'}"
                f"{' · imported' if info.get('imported') else ''} · knowledge base {safe.md_inline(rep.get('kb_version') or '?')}"
                f" · tool {safe.md_inline(rep.get('tool_version') or '?')}")
-    c1, c2, c3 = st.columns([2, 2, 3])
+    c1, c2 = st.columns([1, 2], vertical_alignment="bottom")
     with c1:
-        status = st.selectbox("Review status", STATUSES, index=STATUSES.index(info["status"]),
-                              format_func=lambda s: f"{STATUS_GLYPH.get(s, '')} {s}", key=f"status_{sid}")
+        status = st.selectbox("Review status", STATUSES, index=STATUSES.index(info["status"]), key=f"status_{sid}")
         if status != info["status"]:
             store.set_status(sid, status)
             st.toast(f"Status set to {status}")
     with c2:
-        st.markdown("&nbsp;")
-        if st.button("🔁 Re-diagnose with today's knowledge base", key="rediagnose"):
+        if st.button("Re-diagnose with today's knowledge base", icon=":material/refresh:", key="rediagnose",
+                     help="Matches the stored facts and logs against the current knowledge base and notes what changed."):
             try:
                 res = store.rediagnose(sid)
                 st.session_state["rediag_msg"] = (
@@ -138,9 +137,8 @@ def show_session(sid: str) -> None:
                 st.rerun()
             except Exception as exc:
                 st.error(f"Re-diagnosis failed: {type(exc).__name__}: {exc}")
-    with c3:
-        st.markdown("Link to this session:")
-        st.code(common.session_link(sid), language=None)
+    st.caption("Link to this session:")
+    st.code(common.session_link(sid), language=None)
     if st.session_state.get("rediag_msg"):
         st.info("Re-diagnosed. " + st.session_state.pop("rediag_msg"))
     tab_report, tab_notes, tab_compare, tab_export = st.tabs(
@@ -169,7 +167,7 @@ def _picked() -> None:
 
 
 def _import() -> None:
-    with st.expander("📥 Import a bundle someone sent you"):
+    with st.expander("Import a bundle someone sent you", icon=":material/upload_file:"):
         f = st.file_uploader("Bundle file (.json)", key="bundle_file")
         if f is not None and st.button("Import", key="import"):
             from diagnostics.store import BundleError
@@ -191,7 +189,7 @@ def _import() -> None:
 def list_sessions() -> None:
     from diagnostics.store import STATUSES
 
-    st.title("🗂️ Saved sessions")
+    st.title("Saved sessions")
     st.caption("Every saved diagnosis, newest first. Search by host, GPU, gfx target, torch or ROCm version, "
                "cause or session id.")
     c1, c2, c3 = st.columns([3, 1, 1])
@@ -229,7 +227,7 @@ def list_sessions() -> None:
     table = [{"open": f"{common.PATH_SESSIONS}?session={r['id']}", "when": common.fmt_time(r["created_at"]),
               "host": r["host"], "verdict": _verdict_cell(r["verdict"]),
               "top cause": r["top_diagnosis_id"] or "", "GPU": ", ".join(r["gpu_names"]),
-              "torch": r["torch_version"] or "", "review": f"{STATUS_GLYPH.get(r['status'], '')} {r['status']}",
+              "torch": r["torch_version"] or "", "review": r["status"],
               "id": r["id"][:8]} for r in rows]
     st.dataframe(table, hide_index=True, width="stretch",
                  column_config={"open": st.column_config.LinkColumn("open", display_text="open ↗", width="small")})

@@ -1,0 +1,140 @@
+"""End-to-end in a real browser: run a diagnosis, save it, open it by its link; paste a log; validate a broken
+KB entry; hostile text stays text.  Screenshots of each page go to artifacts/screenshots."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.e2e.conftest import shot, wait_app
+
+HOSTILE = ('<script>alert("xss-script")</script> <img src=x onerror=alert("xss-img")> '
+           '[click me](javascript:alert("xss-link")) <b>bold?</b>')
+
+
+def no_script_ran(page) -> None:
+    assert page.dialogs == [], f"hostile text ran: {page.dialogs}"
+    assert page.locator('a[href^="javascript:"]').count() == 0
+    assert page.locator("img[onerror]").count() == 0
+
+
+def test_run_diagnosis_save_and_open_by_link(server, page):
+    page.goto(server.url + "/")
+    wait_app(page)
+    shot(page, "01-diagnose-start")
+    page.get_by_role("button", name="Run diagnosis").click()
+    page.get_by_text("Likely causes, most likely first").wait_for(timeout=120_000)
+    page.get_by_text("Checks", exact=True).wait_for()
+    body = page.inner_text("body")
+    # this machine has no AMD GPU and a CPU torch: the board says so, the causes name it
+    assert "PyTorch build" in body and "CPU-only build" in body
+    assert "failed" in body and "passed" in body
+    assert "Likely causes" in body
+    wait_app(page)
+    shot(page, "02-diagnose-result")
+    page.get_by_role("button", name=re.compile("Save this session")).click()
+    link = page.locator("code", has_text="/sessions?session=").first
+    link.wait_for()
+    url = link.inner_text().strip()
+    sid = url.rsplit("=", 1)[1]
+    assert re.fullmatch(r"[0-9a-f-]{36}", sid)
+    assert server.store().get(sid)["session_id"] == sid
+    page.goto(url)
+    wait_app(page)
+    page.get_by_role("heading", name=f"Session {sid[:8]}").wait_for()
+    page.get_by_text("Likely causes, most likely first").wait_for()
+    shot(page, "03-session")
+    # the start page with ?session= sends the visitor to the same session
+    page.goto(server.url + f"/?session={sid}")
+    page.get_by_role("heading", name=f"Session {sid[:8]}").wait_for()
+    no_script_ran(page)
+
+
+def test_paste_a_log_and_see_its_diagnosis(server, page):
+    page.goto(server.url + "/")
+    wait_app(page)
+    page.get_by_role("tab", name=re.compile("Paste logs")).click()
+    box = page.get_by_role("textbox", name="Logs or dumps", exact=True)
+    # the abort from a real report (ROCm/ROCm#2536-style wording), with hostile HTML around it
+    box.fill('rocBLAS warning: No paths matched /opt/rocm/lib/rocblas/library/*gfx1031*co\n'
+             '"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"\n'
+             'Aborted (core dumped)\n' + HOSTILE + "\n")
+    box.press("Control+Enter")
+    page.get_by_role("button", name="Diagnose the pasted text").click()
+    page.get_by_text("Likely causes, most likely first").wait_for(timeout=60_000)
+    wait_app(page)
+    body = page.inner_text("body")
+    assert "hipErrorNoBinaryForGpu" in body
+    assert page.locator("mark", has_text="hipErrorNoBinaryForGpu").count() >= 1  # evidence highlighted
+    page.get_by_text("Pasted logs and dumps").click()
+    page.get_by_text('<script>alert("xss-script")</script>').first.wait_for()
+    shot(page, "04-diagnose-pasted")
+    no_script_ran(page)
+
+
+def test_validate_a_broken_kb_entry(server, page):
+    page.goto(server.url + "/kb-editor")
+    wait_app(page)
+    box = page.get_by_role("textbox", name="Entry (YAML)")
+    text = box.input_value()
+    assert text.startswith("id: my-new-failure")
+    broken = text.replace("severity: error", "severity: catastrophic")
+    box.fill(broken)
+    box.press("Control+Enter")
+    page.get_by_text("Line 3, column 11").wait_for()
+    assert "severity must be one of critical, error, warning, info" in page.inner_text("body")
+    assert page.get_by_role("button", name="Download the YAML").is_disabled()
+    wait_app(page)
+    shot(page, "05-kb-editor-error")
+    box.fill(text.replace("my-new-failure", "my-fixed-failure"))
+    box.press("Control+Enter")
+    page.get_by_text("Valid entry").wait_for()
+    page.get_by_text("Its own cases: 2 of 2 pass.").wait_for()
+    assert page.get_by_role("button", name="Download the YAML").is_enabled()
+    wait_app(page)
+    shot(page, "06-kb-editor-valid")
+
+
+def test_browse_the_knowledge_base(server, page):
+    page.goto(server.url + "/knowledge-base")
+    wait_app(page)
+    page.get_by_role("textbox", name="Search symptoms, error text or ids").fill("invalid device function")
+    page.get_by_role("textbox", name="Search symptoms, error text or ids").press("Enter")
+    page.get_by_text(re.compile(r"\d+ of \d+ entries")).wait_for()
+    wait_app(page)
+    shot(page, "07-kb-list")
+    page.goto(server.url + "/knowledge-base?entry=hip-invalid-device-function")
+    wait_app(page)
+    page.get_by_text("When it fires").wait_for()
+    page.get_by_text(re.compile(r"\d+ of \d+ cases pass")).wait_for()
+    shot(page, "08-kb-entry")
+
+
+def test_hostile_session_renders_as_text(server, page):
+    from diagnostics import service
+
+    rep = service.new_report("pasted")
+    rep["host"] = "<b>evil-host</b>"
+    rep["logs"] = [{"name": "<script>alert('name')</script>", "text": HOSTILE}]
+    rep["diagnoses"] = [{"id": "hostile", "title": HOSTILE, "severity": "error", "confidence": 0.9,
+                         "evidence": [{"source": "<img src=x onerror=alert(1)>", "excerpt": HOSTILE, "kind": "log"}],
+                         "fix": HOSTILE + "\n\n1. step [x](javascript:alert('fix'))", "cause": HOSTILE,
+                         "links": ["javascript:alert('link')", "https://example.org/ok"]}]
+    store = server.store()
+    sid = store.save(rep)
+    store.add_note(sid, "<i>mallory</i>", HOSTILE)
+    page.goto(server.url + f"/sessions?session={sid}")
+    wait_app(page)
+    page.get_by_role("heading", name=f"Session {sid[:8]}").wait_for()
+    page.get_by_role("tab", name=re.compile("Notes")).click()
+    page.get_by_text("<i>mallory</i>", exact=False).wait_for()
+    assert page.get_by_text('<script>alert("xss-script")</script>', exact=False).count() >= 1
+    page.wait_for_timeout(500)
+    no_script_ran(page)
+
+
+def test_sessions_list(server, page):
+    page.goto(server.url + "/sessions")
+    wait_app(page)
+    page.get_by_role("heading", name="Saved sessions").wait_for()
+    shot(page, "09-sessions")
