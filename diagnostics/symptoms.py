@@ -1,0 +1,224 @@
+"""Symptom descriptions typed by users, in Chinese or English, matched to KB entries.
+
+Pasted logs are matched by the KB's own patterns (diagnostics/matcher.py).  People also *describe* what they
+see ("显存不足", "生成非常慢", "torch.cuda.is_available() 返回 False", "GPU is not detected").  This module maps
+such descriptions to KB ids through a declarative lexicon, ``diagnostics/i18n/symptoms.yaml``.
+
+Matching is linear in the text: the text is normalised (NFKC folds full-width characters to half-width, case
+folding, whitespace collapsed, spaces next to CJK characters dropped, a few traditional characters mapped to
+simplified) and every phrase of the lexicon, escaped as a literal, is found in one RE2 set pass per chunk.
+No phrase can make matching slow, however the lexicon grows.
+
+    match_symptoms("显存不足，一加载模型就报错")
+    -> [{"id": "hip-out-of-memory", "score": 0.8, "phrase": "显存不足"}, ...]
+
+``merge_symptoms(result, text, kb)`` adds those hints to a matcher result (see its docstring).
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+import re2
+import yaml
+
+LEXICON_PATH = Path(__file__).resolve().parent / "i18n" / "symptoms.yaml"
+CHUNK = 256 * 1024           # characters per RE2 set pass (bounded DFA memory)
+OVERLAP = 512                # phrases are short; a phrase split by a chunk boundary is still found
+MAX_PHRASE = 200
+SYMPTOM_CONFIDENCE_CAP = 0.6  # a description alone never outranks a log line or a measured fact much
+
+# CJK ideographs, CJK punctuation and full-width forms (after NFKC most full-width forms are ASCII already)
+_CJK = "\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
+_WS = re.compile(r"\s+")
+_SPACE_NEAR_CJK = re.compile(rf"(?<=[{_CJK}]) | (?=[{_CJK}])")
+_WORD = re.compile(r"[0-9a-z_]")
+
+# traditional -> simplified for the characters the lexicon uses most (users in TW/HK paste these)
+_T2S = str.maketrans({k: v for k, v in {
+    "顯": "显", "記": "记", "憶": "忆", "體": "体", "驅": "驱", "動": "动", "載": "载", "權": "权", "訪": "访",
+    "問": "问", "檢": "检", "測": "测", "識": "识", "別": "别", "無": "无", "沒": "没", "會": "会", "運": "运",
+    "與": "与", "組": "组", "裝": "装", "錯": "错", "誤": "误", "為": "为", "開": "开", "啟": "启", "時": "时",
+    "間": "间", "這": "这", "個": "个", "種": "种", "應": "应", "對": "对", "還": "还", "樣": "样", "報": "报",
+    "麼": "么", "滿": "满", "夠": "够", "換": "换", "轉": "转", "儲": "储", "內": "内", "異": "异", "設": "设",
+    "備": "备", "數": "数", "據": "据", "執": "执", "訊": "讯", "號": "号", "極": "极", "卻": "却", "壞": "坏",
+    "歸": "归", "殺": "杀", "編": "编", "譯": "译", "讀": "读", "寫": "写", "離": "离", "線": "线", "層": "层",
+    "過": "过", "較": "较", "級": "级", "發": "发", "現": "现", "將": "将", "從": "从", "來": "来", "產": "产",
+    "進": "进", "斷": "断", "狀": "状", "態": "态", "統": "统", "輸": "输", "認": "认", "證": "证", "簽": "签",
+    "錄": "录", "溢": "溢", "佔": "占", "記憶體": "内存",
+}.items() if len(k) == 1})
+
+
+def normalize(text: str) -> str:
+    """Fold a description for matching: NFKC (full-width -> half-width), traditional -> simplified for common
+    characters, case folding, whitespace runs -> one space, no space next to a CJK character.
+
+    Every step is a single linear pass (the lookarounds are one character wide)."""
+    t = unicodedata.normalize("NFKC", text)
+    t = t.translate(_T2S).casefold()
+    t = _WS.sub(" ", t)
+    t = _SPACE_NEAR_CJK.sub("", t)
+    return t.strip()
+
+
+@dataclass(frozen=True)
+class Phrase:
+    group: str
+    text: str                    # as written in the lexicon (shown to the user)
+    parts: tuple[int, ...]       # indices of the literal patterns that must all occur
+
+
+@dataclass
+class Lexicon:
+    phrases: list[Phrase]
+    patterns: list[str]          # RE2 patterns (escaped literals with ASCII word boundaries)
+    weights: dict[str, dict[str, float]]   # group -> {kb id: weight}
+    _set: Any = None
+
+    def compile(self) -> "Lexicon":
+        opts = re2.Options()
+        opts.max_mem = 64 << 20
+        s = re2.Set.SearchSet(opts)
+        for p in self.patterns:
+            if s.Add(p) < 0:
+                raise ValueError(f"symptom phrase does not compile: {p!r}")
+        s.Compile()
+        self._set = s
+        return self
+
+    def present(self, norm_text: str) -> set[int]:
+        """Indices of the literal patterns found in the normalised text (one RE2 set pass per chunk)."""
+        found: set[int] = set()
+        if not norm_text or not self.patterns:
+            return found
+        step = CHUNK
+        for start in range(0, len(norm_text), step):
+            chunk = norm_text[max(0, start - OVERLAP): start + step]
+            found.update(self._set.Match(chunk) or [])
+        return found
+
+
+def _literal(norm: str) -> str:
+    body = "".join("\\" + c if not (c.isalnum() or c == "_" or ord(c) > 127) else c for c in norm)
+    if _WORD.match(norm[0]):
+        body = r"\b" + body
+    if _WORD.match(norm[-1]):
+        body += r"\b"
+    return body
+
+
+def build_lexicon(data: dict[str, Any]) -> Lexicon:
+    """Check and compile a lexicon mapping (the content of symptoms.yaml)."""
+    if not isinstance(data, dict) or not isinstance(data.get("groups"), list):
+        raise ValueError("symptom lexicon: a mapping with a 'groups' list is required")
+    patterns: list[str] = []
+    index: dict[str, int] = {}
+    phrases: list[Phrase] = []
+    weights: dict[str, dict[str, float]] = {}
+    for g in data["groups"]:
+        name = str(g.get("name") or "")
+        if not name or name in weights:
+            raise ValueError(f"symptom lexicon: group name missing or repeated: {name!r}")
+        ids = g.get("ids") or {}
+        if not ids or not all(isinstance(w, (int, float)) and 0 < w <= 1 for w in ids.values()):
+            raise ValueError(f"symptom lexicon: group {name}: ids must map kb ids to weights in (0, 1]")
+        weights[name] = {str(k): float(v) for k, v in ids.items()}
+        for lang in ("zh", "en"):
+            for ph in g.get(lang) or []:
+                parts = ph if isinstance(ph, list) else [ph]
+                idx = []
+                for part in parts:
+                    n = normalize(str(part))
+                    if not n or len(n) > MAX_PHRASE:
+                        raise ValueError(f"symptom lexicon: group {name}: empty or overlong phrase {part!r}")
+                    pat = _literal(n)
+                    if pat not in index:
+                        index[pat] = len(patterns)
+                        patterns.append(pat)
+                    idx.append(index[pat])
+                text = " … ".join(str(p) for p in parts)
+                phrases.append(Phrase(name, text, tuple(idx)))
+    return Lexicon(phrases, patterns, weights).compile()
+
+
+@lru_cache(maxsize=4)
+def load_lexicon(path: str | None = None) -> Lexicon:
+    p = Path(path) if path else LEXICON_PATH
+    return build_lexicon(yaml.safe_load(p.read_text(encoding="utf-8")))
+
+
+def match_symptoms(text: str, lexicon: Lexicon | None = None) -> list[dict[str, Any]]:
+    """KB entries that a description points at: ``[{"id", "score", "phrase"}]``, best first.
+
+    ``score`` is ``1 - prod(1 - weight)`` over the distinct lexicon groups that matched for that id (0..1);
+    ``phrase`` is the matched phrase of the strongest group (the longest such phrase), as the lexicon spells it."""
+    lex = lexicon or load_lexicon()
+    norm = normalize(text or "")
+    found = lex.present(norm)
+    if not found:
+        return []
+    best_phrase: dict[str, Phrase] = {}
+    for ph in lex.phrases:
+        if all(i in found for i in ph.parts):
+            cur = best_phrase.get(ph.group)
+            if cur is None or len(ph.text) > len(cur.text):
+                best_phrase[ph.group] = ph
+    scores: dict[str, float] = {}
+    strongest: dict[str, tuple[float, int, str]] = {}
+    for group, ph in best_phrase.items():
+        for eid, w in lex.weights[group].items():
+            scores[eid] = 1.0 - (1.0 - scores.get(eid, 0.0)) * (1.0 - w)
+            key = (w, len(ph.text), ph.text)
+            if eid not in strongest or key > strongest[eid]:
+                strongest[eid] = key
+    out = [{"id": eid, "score": round(s, 4), "phrase": strongest[eid][2]} for eid, s in scores.items()]
+    out.sort(key=lambda d: (-d["score"], d["id"]))
+    return out
+
+
+def merge_symptoms(result: dict[str, Any], text: str, kb: Any, *, source: str = "description",
+                   min_score: float = 0.3, limit: int = 5) -> dict[str, Any]:
+    """Fold description hints into a matcher result (``{"diagnoses": [...]}``) in place, and return it.
+
+    * an entry that already fired keeps its confidence and gains the phrase as evidence;
+    * an entry that did not fire is added when its score reaches *min_score* (at most *limit* of them), with
+      ``confidence = score * SYMPTOM_CONFIDENCE_CAP`` and ``"from_description": True``, so a description alone
+      ranks below what logs or facts prove; benign entries are never added from a description;
+    * the list is re-ranked by the matcher's own order and ``rank`` renumbered.
+    """
+    from .matcher import diagnosis_dict
+    from .kb import SEVERITY_RANK
+
+    hints = match_symptoms(text)
+    if not hints:
+        return result
+    by_id = {e.id: e for e in getattr(kb, "entries", kb)}
+    diags = result.setdefault("diagnoses", [])
+    fired = {d["id"]: d for d in diags}
+    added = 0
+    for h in hints:
+        ev = {"source": source, "kind": "symptom", "excerpt": h["phrase"], "score": h["score"]}
+        if h["id"] in fired:
+            fired[h["id"]].setdefault("evidence", []).append(ev)
+            continue
+        e = by_id.get(h["id"])
+        if e is None or e.benign or h["score"] < min_score or added >= limit:
+            continue
+        d = diagnosis_dict(e, h["score"] * SYMPTOM_CONFIDENCE_CAP, [ev])
+        d["from_description"] = True
+        diags.append(d)
+        fired[e.id] = d
+        added += 1
+    diags.sort(key=lambda d: (d.get("benign", False), -d["confidence"], SEVERITY_RANK.get(d["severity"], 9), d["id"]))
+    for i, d in enumerate(diags, 1):
+        d["rank"] = i
+    return result
+
+
+def description_text(texts: Iterable[tuple[str, str]]) -> str:
+    """Join named texts (as ``diagnose_text`` receives logs) into one description to match."""
+    return "\n".join(t for _, t in texts)
