@@ -164,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
             with open(os.path.join(a.out, "monitor_chart.svg"), "w") as f:
                 f.write(monitor.svg_chart(last_samples, title=f"GPU during the test generation ({a.model or 'builtin:tiny'}, "
                                                                f"{a.device})"))
+            if getattr(last_samples, "raw", None):
+                with open(os.path.join(a.out, "tool_lines_watched.txt"), "w") as f:
+                    f.write("\n".join(last_samples.raw) + "\n")
             why = png(last_samples, os.path.join(a.out, "monitor_chart.png"))
             report["png"] = why or "monitor_chart.png"
     report["total_s"] = round(time.perf_counter() - t_start, 1)

@@ -22,6 +22,7 @@ class SampleList(list):
         self.notes: list[str] = []
         self.interval: float = DEFAULT_INTERVAL
         self.tried: list[str] = []
+        self.raw: list[str] = []       # the source's own lines where it keeps them (nvidia-smi)
 
 
 def normalize_phase(text: Any) -> str:
@@ -140,6 +141,7 @@ class Monitor:
             self._stop.wait(self.tail_s)
         self._stop.set()
         if self._source is not None:
+            self.samples.raw = list(getattr(self._source, "raw", []) or [])
             try:
                 self._source.close()
             except Exception as e:  # noqa: BLE001

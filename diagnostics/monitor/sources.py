@@ -24,6 +24,7 @@ TOOL_TIMEOUT_S = 5.0        # one call of amd-smi / rocm-smi
 STARTUP_TIMEOUT_S = 4.0     # nvidia-smi's first valid line
 STALL_S = 5.0               # nvidia-smi silent this long (beyond its interval) counts as hung
 MAX_BAD = 3                 # consecutive unreadable outputs before a source gives up
+RAW_KEEP = 5000
 MEASURES = ("busy_pct", "vram_used_bytes", "temp_c", "power_w", "sclk_mhz")
 
 
@@ -179,6 +180,7 @@ class NvidiaSmiSource(Source):
         self._got_any = threading.Event()
         self._result: Any = None
         self.stderr_tail = ""
+        self.raw: list[str] = []        # the first RAW_KEEP stdout lines, verbatim (for the record)
 
     def argv(self) -> list[str]:
         ms = max(50, int(round(self.interval * 1000)))
@@ -191,6 +193,8 @@ class NvidiaSmiSource(Source):
             return
         if not line.strip():
             return
+        if len(self.raw) < RAW_KEEP:
+            self.raw.append(line)
         self._last_line_t = time.monotonic()
         try:
             r = parse.parse_nvidia_line(line, self.fields)
