@@ -52,6 +52,56 @@ print(json.dumps({"new_tokens": int(new), "gen_s": t1 - t0, "tokens_per_s": new 
 '''
 
 
+AB = r'''
+# In one process, on one loaded model: the doctor's timed generation (streamer and progress lines included)
+# against a bare generate call, alternating; plus the cost of one device synchronisation and one tiny
+# device-to-host copy (what a streamer adds per token).
+import json, statistics, sys, time
+import torch
+sys.path.insert(0, sys.argv[6])
+from diagnostics.generation import child as c
+from transformers import AutoModelForCausalLM, AutoTokenizer
+model_dir, device, dtype, n, reps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+tok = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype), local_files_only=True).to(device).eval()
+ids = tok("The doctor looks at the machine and says", return_tensors="pt")
+ids = {k: v[:, :16].to(device) for k, v in ids.items() if k in ("input_ids", "attention_mask")}
+sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+kw = dict(do_sample=False, max_new_tokens=n, min_new_tokens=n, pad_token_id=model.generation_config.pad_token_id)
+class Nop:
+    def put(self, v): pass
+    def end(self): pass
+def bare(streamer=None):
+    with torch.inference_mode():
+        sync(); t0 = time.perf_counter(); model.generate(**ids, streamer=streamer, **kw); sync()
+        return n / (time.perf_counter() - t0)
+bare(); c.timed_generate(model, ids, n, device)
+tool, plain, nop = [], [], []
+for _ in range(reps):
+    tool.append(c.timed_generate(model, ids, n, device)["tokens_per_s"]); plain.append(bare()); nop.append(bare(Nop()))
+x = torch.ones(16, device=device)
+def per_call(fn, k=200):
+    sync(); t0 = time.perf_counter()
+    for _ in range(k): fn()
+    return (time.perf_counter() - t0) / k * 1e6
+lat = {"sync_us": per_call(lambda: (x.add_(1), sync())), "d2h_copy_us": per_call(lambda: x[:1].cpu())}
+print(json.dumps({"tool": tool, "bare": plain, "nop_streamer": nop, **lat}))
+'''
+
+
+def ab_run(python: str, model_dir: str, device: str, dtype: str, n: int, reps: int) -> dict:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    res = subprocess.run([python, "-c", AB, model_dir, device, dtype, str(n), str(reps), ROOT],
+                         capture_output=True, text=True, env=env, timeout=900)
+    if res.returncode != 0:
+        raise SystemExit(f"in-process A/B failed:\n{res.stderr[-3000:]}")
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    out["tool_best"], out["bare_best"], out["nop_best"] = max(out["tool"]), max(out["bare"]), max(out["nop_streamer"])
+    out["overhead_best"] = 1.0 - out["tool_best"] / out["bare_best"]
+    out["overhead_median"] = 1.0 - statistics.median(out["tool"]) / statistics.median(out["bare"])
+    return out
+
+
 def bare_run(python: str, model_dir: str, device: str, dtype: str, n: int) -> dict:
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     code = BARE
@@ -74,6 +124,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--threads", type=int, default=None,
                     help="OMP_NUM_THREADS for both sides (1 keeps a tiny model on a busy machine steady)")
+    ap.add_argument("--ab-repeat", type=int, default=5,
+                    help="alternating runs of the in-process A/B on one loaded model (0: skip it)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--update-doc", metavar="FILE", help="write the figures under '## Generation' in FILE")
     args = ap.parse_args()
@@ -100,6 +152,8 @@ def main() -> int:
                   file=sys.stderr)
     # best-of-N is the figure compared: on a shared machine noise only ever slows a run down, so the fastest
     # run of each side is the closest to what the code itself costs; the medians are reported beside it
+    ab = ab_run(args.python, first["model_dir"], args.device, first["dtype"], args.max_new_tokens,
+                args.ab_repeat) if args.ab_repeat else None
     t_tps = max(r["tokens_per_s"] for r in tool)
     b_tps = max(r["tokens_per_s"] for r in bare)
     overhead = 1.0 - t_tps / b_tps
@@ -117,6 +171,7 @@ def main() -> int:
         "tool_tokens_per_s_all": [round(r["tokens_per_s"], 2) for r in tool],
         "bare_tokens_per_s_all": [round(r["tokens_per_s"], 2) for r in bare],
         "overhead": overhead, "target_met": overhead < 0.05,
+        "in_process_ab": ab,
         "tool_wall_s_median": statistics.median(r["wall_s"] for r in tool),
         "bare_wall_s_median": statistics.median(r["wall_s"] for r in bare),
     }
@@ -149,7 +204,16 @@ def render_markdown(s: dict, argv: str) -> str:
         f"{100 * s['overhead_of_medians']:.1f} %.  The wall time includes the process start, the imports "
         f"and loading; the doctor's also includes the checks before loading.",
         "",
-    ])
+    ] + ([] if not s.get("in_process_ab") else [
+        f"In one process on one loaded model, {len(s['in_process_ab']['tool'])} alternating runs: the doctor's "
+        f"timed generation {s['in_process_ab']['tool_best']:.1f} tokens/s (best), a bare `generate` "
+        f"{s['in_process_ab']['bare_best']:.1f}, a bare `generate` with an empty streamer "
+        f"{s['in_process_ab']['nop_best']:.1f}: overhead **{100 * s['in_process_ab']['overhead_best']:.1f} %** "
+        f"(best), {100 * s['in_process_ab']['overhead_median']:.1f} % (medians). One device synchronisation costs "
+        f"{s['in_process_ab']['sync_us']:.0f} µs, one 1-element device-to-host copy "
+        f"{s['in_process_ab']['d2h_copy_us']:.0f} µs.",
+        "",
+    ]))
 
 
 def update_doc(path: str, block: str) -> None:
