@@ -128,7 +128,7 @@ def collect(root: str, out: Emitter) -> None:
         bad = prob or errors or rc not in (0, None) or re.search(r"(?i)\berror\b|not found in modules|not initialized", text)
         if bad:
             first = (errors or [ln for ln in text.splitlines() if ln.strip()] or [prob or f"exit status {rc}"])[0]
-            out.fact("rocm_smi.error", first.strip()[:300])
+            out.fact("rocm_smi.error", str(facts.get("rocm_smi.error") or first).strip()[:300])  # the parser's pick first
             out.log(tool, text)
             out.evidence(tool, f"{tool} (exit {rc}): " + " | ".join(text.splitlines()[:3])[:600])
             problems.append(f"{tool} reported an error")
