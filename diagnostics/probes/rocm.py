@@ -101,10 +101,12 @@ def collect(root: str, out: Emitter) -> None:
         out.facts(facts)
         if "rocminfo.ok" not in facts and not prob:
             out.fact("rocminfo.ok", rc == 0 and "Agent " in so)
-        if (rc != 0 or errors) and "rocminfo.error" not in facts:
+        # the parser decides (rocminfo.ok / rocminfo.error); non-fatal warning lines in `errors` do not fail it
+        failed = rc != 0 or facts.get("rocminfo.ok") is False or "rocminfo.error" in facts
+        if failed and "rocminfo.error" not in facts:
             first = (errors or [ln for ln in text.splitlines() if ln.strip()] or [f"exit status {rc}"])[0]
             out.fact("rocminfo.error", first.strip())
-        if rc != 0 or errors or prob:
+        if failed or prob:
             out.log("rocminfo", text)
             out.evidence("rocminfo", f"rocminfo exited {rc}: " + " | ".join(text.splitlines()[:4])[:600])
             problems.append("rocminfo failed")
@@ -125,7 +127,9 @@ def collect(root: str, out: Emitter) -> None:
         for k, v in facts.items():
             if not k.startswith("gpu.") or k == "gpu.vram_total_bytes" or k == "gpu.vram_used_bytes":
                 out.fact(k, v)
-        bad = prob or errors or rc not in (0, None) or re.search(r"(?i)\berror\b|not found in modules|not initialized", text)
+        # exit codes are not trusted (rocm-smi exits 0 without a driver); the parser's verdict is, warnings are not
+        bad = prob or "rocm_smi.error" in facts or rc not in (0, None) or (
+            not facts and re.search(r"(?i)not found in modules|not initialized|no such file", text))
         if bad:
             first = (errors or [ln for ln in text.splitlines() if ln.strip()] or [prob or f"exit status {rc}"])[0]
             out.fact("rocm_smi.error", str(facts.get("rocm_smi.error") or first).strip()[:300])  # the parser's pick first
