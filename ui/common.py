@@ -20,6 +20,7 @@ CSS = """
         overflow-wrap: anywhere}
 .gd-ev mark {background: #ffe58a; padding: 0 .1rem; border-radius: .15rem}
 .gd-ev .gd-src {color: #57606a}
+.st-key-yaml textarea {font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .85rem}
 </style>
 """
 

@@ -117,48 +117,49 @@ if st.session_state.get("run_error"):
 
 
 def _share(rep: dict) -> None:
+    """Save (for a link and a support bundle) and download the report; secrets are removed in both."""
     from diagnostics.redact import redact_report
     from diagnostics.store import render_markdown
 
-    st.divider()
-    st.subheader("Save and share")
-    mask = st.checkbox("Hide the host and user names in downloads", key="mask_identity")
     stamp = str(rep.get("session_id") or "report")[:8]
-    c1, c2, c3, c4 = st.columns(4)
     saved = st.session_state.get("saved_id")
-    with c1:
-        if saved is None and st.button("Save this session", icon=":material/save:", type="primary", key="save",
-                                       help="Stores the report (secrets removed) so others can open it by link."):
-            store = common.store()
-            if store is not None:
-                try:
-                    st.session_state["saved_id"] = saved = store.save(rep)
-                except Exception as exc:
-                    st.error(f"The session could not be saved: {type(exc).__name__}: {exc}")
-        elif saved:
-            st.success("Saved", icon=":material/save:")
-    clean = redact_report(rep, mask_identity=mask)
-    with c2:
-        st.download_button("Report (Markdown)", icon=":material/download:", data= render_markdown(clean), file_name=f"gpu-doctor-{stamp}.md",
-                           mime="text/markdown", key="dl_md")
-    with c3:
-        st.download_button("Report (JSON)", icon=":material/download:", data= json.dumps(clean, indent=2, ensure_ascii=False),
+    with st.container(border=True):
+        c1, c2, c3, c4 = st.columns(4, vertical_alignment="center")
+        with c1:
+            if saved is None and st.button("Save this session", icon=":material/save:", type="primary", key="save",
+                                           help="Stores the report (secrets removed) so others can open it by link."):
+                store = common.store()
+                if store is not None:
+                    try:
+                        st.session_state["saved_id"] = saved = store.save(rep)
+                    except Exception as exc:
+                        st.error(f"The session could not be saved: {type(exc).__name__}: {exc}")
+            if saved:
+                st.markdown(":green[:material/check_circle:] Saved")
+        mask = st.session_state.get("mask_identity", False)
+        clean = redact_report(rep, mask_identity=mask)
+        c2.download_button("Report (Markdown)", icon=":material/download:", data=render_markdown(clean),
+                           file_name=f"gpu-doctor-{stamp}.md", mime="text/markdown", key="dl_md")
+        c3.download_button("Report (JSON)", icon=":material/download:",
+                           data=json.dumps(clean, indent=2, ensure_ascii=False),
                            file_name=f"gpu-doctor-{stamp}.json", mime="application/json", key="dl_json")
-    with c4:
-        if saved:
-            store = common.store()
-            if store is not None:
-                st.download_button("Bundle for support", icon=":material/package_2:", data= store.export_bundle(saved, mask_identity=mask),
+        with c4:
+            store = common.store() if saved else None
+            if saved and store is not None:
+                st.download_button("Bundle for support", icon=":material/package_2:",
+                                   data=store.export_bundle(saved, mask_identity=mask),
                                    file_name=f"gpu-doctor-session-{saved[:8]}.json", mime="application/json",
                                    key="dl_bundle",
                                    help="A checksummed file that another GPU doctor imports on its Sessions page.")
-        else:
-            st.caption("Save the session to get a link and a bundle for support.")
-    if saved:
-        st.markdown("Link to this session (anyone who can reach this server can open it):")
-        st.code(common.session_link(saved), language=None)
-        st.page_link(common.page_file("sessions"), label="Open the saved session", icon=":material/folder_open:",
-                     query_params={"session": saved})
+            else:
+                st.caption("Save to get a link and a bundle for support.")
+        st.checkbox("Hide the host and user names in downloads", key="mask_identity",
+                    help="Secrets such as tokens and passwords are always removed.")
+        if saved:
+            st.caption("Link to this session (anyone who can reach this server can open it):")
+            st.code(common.session_link(saved), language=None)
+            st.page_link(common.page_file("sessions"), label="Open the saved session", icon=":material/folder_open:",
+                         query_params={"session": saved})
 
 
 rep = st.session_state.get("report")
@@ -166,5 +167,6 @@ if rep and st.session_state.get("job") is None:
     st.divider()
     if rep.get("source") == "pasted":
         st.caption("Diagnosis of the pasted text (no checks were run on this machine).")
-    render.report(rep)
+    render.headline(rep)
     _share(rep)
+    render.report(rep, show_headline=False)

@@ -34,7 +34,7 @@ def show_entry(eid: str) -> None:
         st.code(eid, language=None)
         return
     st.title(f"{render.SEV_GLYPH.get(e.severity, '')} {safe.md_inline(e.title, 500)}")
-    st.caption(f"`{safe.md_inline(e.id)}` · {render.SEV_WORD.get(e.severity, e.severity)}"
+    st.caption(f"`{e.id}` · {render.SEV_WORD.get(e.severity, e.severity)}"
                f"{' · harmless (information only)' if e.benign else ''} · confidence {e.confidence:.0%}"
                f" · tags: {', '.join(safe.md_inline(t) for t in e.tags) or 'none'}"
                + (f" · ranks above: {', '.join(safe.md_inline(s) for s in e.supersedes)}" if e.supersedes else ""))
@@ -52,12 +52,10 @@ def show_entry(eid: str) -> None:
         cases = kbtools.run_cases(e)
         passed = sum(c["ok"] for c in cases)
         (st.success if passed == len(cases) else st.error)(f"{passed} of {len(cases)} cases pass.")
-        st.markdown("\n".join(["| | Case | Expected | Got |", "|---|---|---|---|"] + [
-            f"| {':green[:material/check:]' if c['ok'] else ':red[:material/close:]'} | {safe.md_inline(c['case'], 90)} | "
-            f"{c['expect']} | {c['got']} |" for c in cases]))
-        for t in e.tests:
-            with st.expander(f"{'must fire' if t.expect == 'fire' else 'must stay silent'}: {safe.md_inline(t.name)}",
-                             icon=":material/local_fire_department:" if t.expect == "fire" else ":material/volume_off:"):
+        st.caption("Open a case to see its facts and log text.")
+        for t, c in zip(e.tests, cases):
+            mark = ":green[:material/check:]" if c["ok"] else ":red[:material/close:] **fails:**"
+            with st.expander(f"{mark} must {'fire' if t.expect == 'fire' else 'stay silent'} — {safe.md_inline(t.name)}"):
                 if t.facts:
                     st.dataframe([{"fact": k, "value": render.fmt_value(v)} for k, v in t.facts.items()],
                                  hide_index=True, width="stretch")
@@ -91,8 +89,8 @@ def list_entries() -> None:
     if not found:
         st.info("No entry matches. Try fewer words, or write a new entry in the editor.")
         return
-    st.dataframe([{"open": f"{common.PATH_KB}?entry={e.id}", "severity": e.severity,
-                   "title": e.title, "id": e.id, "tags": ", ".join(e.tags), "cases": len(e.tests)} for e in found],
+    st.dataframe([{"open": f"{common.PATH_KB}?entry={e.id}", "title": e.title,
+                   "severity": e.severity, "id": e.id, "tags": ", ".join(e.tags), "cases": len(e.tests)} for e in found],
                  hide_index=True, width="stretch",
                  column_config={"open": st.column_config.LinkColumn("open", display_text="open ↗", width="small")})
     st.selectbox("Open an entry", [e.id for e in found], index=None, key="pick_entry",

@@ -86,7 +86,7 @@ with right:
         st.code(str(v.error), language=None, wrap_lines=True)
     else:
         e = v.entry
-        st.success(f"Valid entry `{safe.md_inline(e.id)}`: `kb lint` accepts it.")
+        st.success(f"Valid entry `{e.id}`: `kb lint` accepts it.")
         for w in v.warnings:
             st.info(w)
         passed = sum(c["ok"] for c in v.cases)

@@ -281,8 +281,9 @@ def logs(rep: dict[str, Any]) -> None:
                 st.code(str(item.get("text") or "")[:20000], language=None, wrap_lines=True)
 
 
-def report(rep: dict[str, Any]) -> None:
-    headline(rep)
+def report(rep: dict[str, Any], show_headline: bool = True) -> None:
+    if show_headline:
+        headline(rep)
     diagnoses(rep)
     if rep.get("probes"):
         probe_board(rep["probes"])

@@ -114,8 +114,8 @@ def shot(page, name: str, max_height: int = 4000) -> Path:
     h = page.evaluate("() => Math.max(...[...document.querySelectorAll('section, [data-testid=stMain], "
                       "[data-testid=stAppViewContainer], [data-testid=stMainBlockContainer]')]"
                       ".map(e => e.scrollHeight), document.body.scrollHeight)")
-    page.set_viewport_size({"width": size["width"], "height": int(min(max(h, size["height"]), max_height))})
-    page.wait_for_timeout(400)
+    page.set_viewport_size({"width": size["width"], "height": int(min(max(h + 120, size["height"]), max_height))})
+    page.wait_for_timeout(1500)
     page.screenshot(path=str(p))
     page.set_viewport_size(size)
     return p
