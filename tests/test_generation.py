@@ -404,3 +404,17 @@ def test_assemble_exit_without_result_keeps_the_stderr_tail():
                                      "cannot open shared object file: No such file or directory\n"))
     assert g["status"] == "fail" and "libamdhip64.so.6" in g["error"]
     assert "libamdhip64.so.6" in g["log"] and g["evidence"]
+
+
+def test_offloaded_parameters_are_named_after_the_device_map():
+    import torch
+    net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 2))
+    with torch.device("meta"):
+        net[1] = torch.nn.Linear(2, 2)                    # what accelerate leaves for an offloaded module
+    hf_map = {"0": 0, "1": "cpu"}
+    devmap = gchild.param_device_map(net, hf_map)
+    assert devmap == {"0.weight": "cpu", "0.bias": "cpu", "1.weight": "cpu (offloaded)", "1.bias": "cpu (offloaded)"}
+    dev, kinds, offloaded = gchild.summarize_devices({"a": "cuda:0", "b": "cpu (offloaded)"}, {"x": 0, "y": "cpu"})
+    assert (dev, kinds, offloaded) == ("mixed", ["cpu", "cuda"], True)
+    assert gchild.summarize_devices({"a": "cuda:0"}, {"": 0}) == ("cuda", ["cuda"], False)
+    assert gchild.summarize_devices({"a": "cpu"}, None) == ("cpu", ["cpu"], False)

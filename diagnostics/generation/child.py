@@ -481,14 +481,26 @@ def timed_generate(model, inputs, max_new_tokens: int, device: str, report_progr
             "ids": new}
 
 
-def param_device_map(model) -> dict:
-    return {name: str(p.device) for name, p in model.named_parameters()}
+def param_device_map(model, hf_map: dict | None = None) -> dict:
+    """Parameter name -> device.  accelerate leaves offloaded weights on the 'meta' device and keeps the real
+    ones in CPU RAM or on disk; those are named after their place in hf_device_map, e.g. 'cpu (offloaded)'."""
+    out = {}
+    for name, p in model.named_parameters():
+        dev = str(p.device)
+        if p.device.type == "meta" and hf_map:
+            best = max((k for k in hf_map if k == "" or name == k or name.startswith(k + ".")),
+                       key=len, default=None)
+            if best is not None:
+                dev = f"{hf_map[best]} (offloaded)"
+        out[name] = dev
+    return out
 
 
 def summarize_devices(devmap: dict, hf_map: dict | None) -> tuple[str, list[str], bool]:
     kinds = set()
     for d in devmap.values():
-        kinds.add(d.split(":")[0])
+        d = d.replace(" (offloaded)", "")
+        kinds.add("cuda" if d.isdigit() else d.split(":")[0])
     for d in (hf_map or {}).values():
         d = str(d)
         kinds.add("disk" if d == "disk" else "cpu" if d == "cpu" else "cuda" if d.isdigit() or
@@ -655,8 +667,8 @@ def run(args, result: dict) -> dict:
     load_s = time.perf_counter() - t0
     result["load_s"] = round(load_s, 4)
 
-    devmap = param_device_map(model)
     hf_map = getattr(model, "hf_device_map", None)
+    devmap = param_device_map(model, hf_map)
     gen_device, kinds, offloaded = summarize_devices(devmap, hf_map)
     result["param_devices"] = devmap
     result["hf_device_map"] = {k: str(v) for k, v in hf_map.items()} if hf_map else None
