@@ -85,6 +85,8 @@ def per_call(fn, k=200):
     for _ in range(k): fn()
     return (time.perf_counter() - t0) / k * 1e6
 lat = {"sync_us": per_call(lambda: (x.add_(1), sync())), "d2h_copy_us": per_call(lambda: x[:1].cpu())}
+with torch.inference_mode():
+    lat["forward_prompt_ms"] = per_call(lambda: (model(**ids), sync()), 20) / 1000
 print(json.dumps({"tool": tool, "bare": plain, "nop_streamer": nop, **lat}))
 '''
 
@@ -211,7 +213,8 @@ def render_markdown(s: dict, argv: str) -> str:
         f"{s['in_process_ab']['nop_best']:.1f}: overhead **{100 * s['in_process_ab']['overhead_best']:.1f} %** "
         f"(best), {100 * s['in_process_ab']['overhead_median']:.1f} % (medians). One device synchronisation costs "
         f"{s['in_process_ab']['sync_us']:.0f} µs, one 1-element device-to-host copy "
-        f"{s['in_process_ab']['d2h_copy_us']:.0f} µs.",
+        f"{s['in_process_ab']['d2h_copy_us']:.0f} µs; one forward pass over the 16-token prompt "
+        f"{s['in_process_ab'].get('forward_prompt_ms', float('nan')):.2f} ms.",
         "",
     ]))
 
