@@ -103,7 +103,7 @@ def collect(root: str, out: Emitter) -> None:
             out.fact("rocminfo.ok", rc == 0 and "Agent " in so)
         # the parser decides (rocminfo.ok / rocminfo.error); non-fatal warning lines in `errors` do not fail it
         failed = rc != 0 or facts.get("rocminfo.ok") is False or "rocminfo.error" in facts
-        if failed and "rocminfo.error" not in facts:
+        if failed and "rocminfo.error" not in facts and not prob:  # keep "rocminfo could not start: ..."
             first = (errors or [ln for ln in text.splitlines() if ln.strip()] or [f"exit status {rc}"])[0]
             out.fact("rocminfo.error", first.strip())
         if failed or prob:
