@@ -218,7 +218,8 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 def register_cli(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``sessions`` and its subcommands to *subparsers* (from ArgumentParser.add_subparsers())."""
-    from .store.models import STATUSES
+    # the store (SQLAlchemy) is imported only when a sessions command runs: every other command starts fast
+    STATUSES = ("new", "investigating", "resolved")  # diagnostics.store.models.STATUSES
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", metavar="URL", default=None,

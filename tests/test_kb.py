@@ -134,3 +134,16 @@ def test_cli_lint_reports_positions(tmp_path):
 def test_cli_schema_is_json():
     p = subprocess.run([sys.executable, "-m", "diagnostics", "kb", "schema"], capture_output=True, text=True)
     assert json.loads(p.stdout)["title"].startswith("GPU doctor")
+
+
+def test_cli_does_not_import_heavy_modules_for_kb_commands():
+    code = ("import sys; from diagnostics.cli import build_parser; build_parser(); "
+            "print(','.join(m for m in ('sqlalchemy', 'sqlmodel', 'torch', 'transformers', 'streamlit') if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.strip() == "", p.stdout + p.stderr
+
+
+def test_store_statuses_match_the_cli_choices():
+    from diagnostics.store.models import STATUSES
+
+    assert STATUSES == ("new", "investigating", "resolved")
