@@ -77,6 +77,8 @@ class Lexicon:
     phrases: list[Phrase]
     patterns: list[str]          # RE2 patterns (escaped literals with ASCII word boundaries)
     weights: dict[str, dict[str, float]]   # group -> {kb id: weight}
+    topics: frozenset[str] = frozenset()   # groups that only strengthen what a symptom group suggests
+    weak: frozenset[str] = frozenset()     # generic trouble words: a symptom only together with a topic
     _set: Any = None
 
     def compile(self) -> "Lexicon":
@@ -119,6 +121,8 @@ def build_lexicon(data: dict[str, Any]) -> Lexicon:
     index: dict[str, int] = {}
     phrases: list[Phrase] = []
     weights: dict[str, dict[str, float]] = {}
+    topics: set[str] = set()
+    weak: set[str] = set()
     for g in data["groups"]:
         name = str(g.get("name") or "")
         if not name or name in weights:
@@ -127,6 +131,19 @@ def build_lexicon(data: dict[str, Any]) -> Lexicon:
         if not ids or not all(isinstance(w, (int, float)) and 0 < w <= 1 for w in ids.values()):
             raise ValueError(f"symptom lexicon: group {name}: ids must map kb ids to weights in (0, 1]")
         weights[name] = {str(k): float(v) for k, v in ids.items()}
+        if g.get("topic") is True:
+            topics.add(name)
+        elif g.get("topic") not in (None, False):
+            raise ValueError(f"symptom lexicon: group {name}: topic must be true or false")
+        if g.get("weak") is True:
+            weak.add(name)
+        elif g.get("weak") not in (None, False):
+            raise ValueError(f"symptom lexicon: group {name}: weak must be true or false")
+        if name in topics and name in weak:
+            raise ValueError(f"symptom lexicon: group {name}: a group is either a topic or weak, not both")
+        unknown = set(g) - {"name", "zh", "en", "ids", "topic", "weak"}
+        if unknown:
+            raise ValueError(f"symptom lexicon: group {name}: unknown keys {sorted(unknown)}")
         for lang in ("zh", "en"):
             for ph in g.get(lang) or []:
                 parts = ph if isinstance(ph, list) else [ph]
@@ -142,7 +159,7 @@ def build_lexicon(data: dict[str, Any]) -> Lexicon:
                     idx.append(index[pat])
                 text = " … ".join(str(p) for p in parts)
                 phrases.append(Phrase(name, text, tuple(idx)))
-    return Lexicon(phrases, patterns, weights).compile()
+    return Lexicon(phrases, patterns, weights, frozenset(topics), frozenset(weak)).compile()
 
 
 @lru_cache(maxsize=4)
@@ -154,8 +171,11 @@ def load_lexicon(path: str | None = None) -> Lexicon:
 def match_symptoms(text: str, lexicon: Lexicon | None = None) -> list[dict[str, Any]]:
     """KB entries that a description points at: ``[{"id", "score", "phrase"}]``, best first.
 
-    ``score`` is ``1 - prod(1 - weight)`` over the distinct lexicon groups that matched for that id (0..1);
-    ``phrase`` is the matched phrase of the strongest group (the longest such phrase), as the lexicon spells it."""
+    ``score`` is ``1 - prod(1 - weight)`` over the distinct lexicon groups that matched for that id (0..1); an id
+    is only listed when at least one *symptom* group (not a topic such as a tool name) points at it.
+    A *weak* group (generic trouble words: "报错", "fails") counts only together with a topic for the same id
+    ("bitsandbytes 报错").  ``phrase`` is the matched symptom phrase of the strongest group, as the lexicon spells
+    it (for a topic plus a trouble word, both)."""
     lex = lexicon or load_lexicon()
     norm = normalize(text or "")
     found = lex.present(norm)
@@ -168,21 +188,69 @@ def match_symptoms(text: str, lexicon: Lexicon | None = None) -> list[dict[str, 
             if cur is None or len(ph.text) > len(cur.text):
                 best_phrase[ph.group] = ph
     scores: dict[str, float] = {}
-    strongest: dict[str, tuple[float, int, str]] = {}
+    strongest: dict[str, tuple[float, int, str]] = {}   # best symptom phrase per id
+    topic_ph: dict[str, tuple[float, str]] = {}
+    weak_ph: dict[str, tuple[float, str]] = {}
     for group, ph in best_phrase.items():
         for eid, w in lex.weights[group].items():
             scores[eid] = 1.0 - (1.0 - scores.get(eid, 0.0)) * (1.0 - w)
-            key = (w, len(ph.text), ph.text)
-            if eid not in strongest or key > strongest[eid]:
-                strongest[eid] = key
-    out = [{"id": eid, "score": round(s, 4), "phrase": strongest[eid][2]} for eid, s in scores.items()]
+            if group in lex.topics:
+                topic_ph[eid] = max(topic_ph.get(eid, (0.0, "")), (w, ph.text))
+            elif group in lex.weak:
+                weak_ph[eid] = max(weak_ph.get(eid, (0.0, "")), (w, ph.text))
+            else:
+                key = (w, len(ph.text), ph.text)
+                if eid not in strongest or key > strongest[eid]:
+                    strongest[eid] = key
+    out = []
+    for eid, sc in scores.items():
+        if eid in strongest:
+            phrase = strongest[eid][2]
+        elif eid in topic_ph and eid in weak_ph:
+            phrase = f"{topic_ph[eid][1]} … {weak_ph[eid][1]}"
+        else:
+            continue   # a tool name alone, or a trouble word alone, suggests nothing
+        out.append({"id": eid, "score": round(sc, 4), "phrase": phrase})
     out.sort(key=lambda d: (-d["score"], d["id"]))
     return out
 
 
+# What pasted tool output looks like, line by line: the KB's own log patterns read those lines; the lexicon is
+# for what a person typed.  All patterns are anchored or bounded (no nested quantifiers).
+_CJK_CHAR = re.compile(rf"[{_CJK}]")
+_TOOL_LINE = re.compile(
+    r"^(?:\s{2,}\S"                                    # indented output (rocminfo, tracebacks, tables)
+    r"|\s*\[\s*[\d.:T-]+\]"                             # dmesg / console timestamps
+    r"|\s*\d{4}-\d\d-\d\d[ T]\d"                        # ISO timestamps
+    r"|\s*(?:time|level|msg|source)=\S"                  # logfmt (ollama)
+    r"|\s*[\w.]*(?:Error|Exception|Warning)\b:?"         # RuntimeError: ..., UserWarning: ...
+    r"|\s*(?:Traceback|File \"|During handling|\$ |# |>>> |\.\.\. )"
+    r"|\s*[A-Z][A-Z0-9_]{2,}[:\]]"                        # ERROR:, WARN], HSA_STATUS_...:
+    r"|\s*(?:[\w-]*[_.\d][\w.-]*|[\w.-]+\([\w ]+\)):\s"    # MIOpen(HIP): ..., ggml_cuda_init: ...
+    r"|\s*[\w .()/-]{1,40}:\s{2,}\S"                     # aligned 'Key:   value' tables
+    r"|.*\b0x[0-9a-fA-F]{4,}"                            # addresses
+    r")")
+
+
+def prose_lines(text: str) -> str:
+    """The lines of *text* a person most likely typed: every line with Chinese (or other CJK) characters, and
+    English lines that do not have the shape of tool output (timestamps, indentation, ``Error:`` prefixes,
+    ``key: value`` tables, addresses).  Used so that a pasted log's own lines are left to the KB patterns."""
+    keep = []
+    for line in (text or "").splitlines():
+        if not line.strip():
+            continue
+        if _CJK_CHAR.search(line) or not _TOOL_LINE.match(line[:400]):
+            keep.append(line)
+    return "\n".join(keep)
+
+
 def merge_symptoms(result: dict[str, Any], text: str, kb: Any, *, source: str = "description",
-                   min_score: float = 0.3, limit: int = 5) -> dict[str, Any]:
+                   min_score: float = 0.3, limit: int = 5, prose_only: bool = True) -> dict[str, Any]:
     """Fold description hints into a matcher result (``{"diagnoses": [...]}``) in place, and return it.
+
+    With *prose_only* (the default) only :func:`prose_lines` of *text* are read, so a pasted log is left to the
+    KB's patterns and only what the user wrote around it counts as a description.
 
     * an entry that already fired keeps its confidence and gains the phrase as evidence;
     * an entry that did not fire is added when its score reaches *min_score* (at most *limit* of them), with
@@ -193,7 +261,7 @@ def merge_symptoms(result: dict[str, Any], text: str, kb: Any, *, source: str = 
     from .matcher import diagnosis_dict
     from .kb import SEVERITY_RANK
 
-    hints = match_symptoms(text)
+    hints = match_symptoms(prose_lines(text) if prose_only else text)
     if not hints:
         return result
     by_id = {e.id: e for e in getattr(kb, "entries", kb)}

@@ -7,6 +7,7 @@ full-width punctuation, sometimes traditional characters.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -193,3 +194,73 @@ def test_merge_keeps_log_proven_entries_first():
     assert not res["diagnoses"][0].get("from_description")
     ids = [d["id"] for d in res["diagnoses"]]
     assert "model-offloaded-to-cpu-slow" in ids
+
+
+def test_a_tool_name_alone_suggests_nothing():
+    for text in ("bitsandbytes", "ollama", "我在用 MIOpen 和 vLLM", "Radeon 780M", "HSA_OVERRIDE_GFX_VERSION=10.3.0"):
+        assert match_symptoms(text) == [], text
+    for text in ("报错了", "it fails", "error"):
+        assert match_symptoms(text) == [], text
+
+
+def test_topic_plus_trouble_word():
+    got = match_symptoms("bitsandbytes 报错")
+    assert got[0]["id"] == "bitsandbytes-no-rocm-backend"
+    assert "bitsandbytes" in got[0]["phrase"] and "报错" in got[0]["phrase"]
+    assert match_symptoms("flash-attn 装不上")[0]["id"] == "flash-attn2-not-installed"
+    # a topic strengthens a symptom that points at the same entry
+    with_topic = {d["id"]: d["score"] for d in match_symptoms("ollama 不跑GPU")}
+    without = {d["id"]: d["score"] for d in match_symptoms("不跑GPU")}
+    assert with_topic["ollama-amd-gpu-unsupported-cpu-fallback"] > without["ollama-amd-gpu-unsupported-cpu-fallback"]
+
+
+def test_prose_lines_leave_tool_output_to_the_kb():
+    text = "\n".join([
+        "[    3.353884] amdgpu 0000:19:00.0: Direct firmware load for amdgpu/vega20_ta.bin failed with error -2",
+        "RuntimeError: HIP out of memory. Tried to allocate 2.00 GiB",
+        "MIOpen(HIP): Warning [SQLiteBase] Missing system database file: gfx1030_40.kdb",
+        "  Marketing Name:          AMD Ryzen AI 9 HX 370 w/ Radeon 890M",
+        "XNACK enabled:           NO",
+        'time=2024-05-01T10:00:00 level=WARN source=amd_linux.go:378 msg="amdgpu is not supported"',
+        "ggml_cuda_init: failed to initialize ROCm: no ROCm-capable device is detected",
+        "Memory access fault by GPU node-1 (Agent handle: 0x55f8b54eec30) on address 0x7f2a53193000.",
+        "rocminfo says permission denied on /dev/kfd, works with sudo",
+        "显存不足，报 RuntimeError: HIP out of memory",
+        "torch.cuda.is_available() returns False",
+        "Note: generation is very slow",
+    ])
+    kept = symptoms.prose_lines(text).splitlines()
+    assert kept == ["rocminfo says permission denied on /dev/kfd, works with sudo",
+                    "显存不足，报 RuntimeError: HIP out of memory",
+                    "torch.cuda.is_available() returns False",
+                    "Note: generation is very slow"]
+
+
+def _eval_cases():
+    import glob
+    import yaml
+    for p in sorted(glob.glob(str(Path(__file__).parent / "eval" / "cases" / "*.yaml"))):
+        yield p, yaml.safe_load(open(p, encoding="utf-8"))
+
+
+def test_merging_into_pasted_logs_keeps_the_eval_bar():
+    """merge_symptoms on the 120 real pasted logs of the eval set: negatives stay free of errors, top-1 never drops."""
+    import copy
+
+    from diagnostics.service import diagnose_text
+
+    kb = load_kb()
+    bad = lambda r: [d["id"] for d in r["diagnoses"] if d["severity"] in ("error", "critical") and not d.get("benign")]
+    top1_before = top1_after = 0
+    for path, case in _eval_cases():
+        res = diagnose_text(logs=[("log", case["log"])])
+        merged = merge_symptoms(copy.deepcopy(res), case["log"], kb)
+        if case["expected"] == "none":
+            assert bad(merged) == bad(res), (path, bad(merged))
+            continue
+        first = lambda r: r["diagnoses"][0]["id"] if r["diagnoses"] else None
+        top1_before += first(res) == case["expected"]
+        top1_after += first(merged) == case["expected"]
+        if first(res) == case["expected"]:
+            assert first(merged) == case["expected"], path
+    assert top1_after >= top1_before
