@@ -98,6 +98,10 @@ def collect(root: str, out: Emitter) -> None:
                               f" (gfx_target_version {n.get('gfx_target_version')}, simd_count {n.get('simd_count')})"
                               f"{', integrated' if integrated else ''}"
                               + (f", VRAM {total / (1 << 30):.1f} GiB" if total else ""))
+    unreadable = [n["node"] for n in nodes if "error" in n]
+    if unreadable and not gpus:  # an unreadable node is not a machine without GPUs: leave the count unknown
+        out.status("warn", f"{len(unreadable)} KFD topology node(s) could not be read; GPU count unknown")
+        return
     out.fact("gpu.count", len(gpus))
     out.fact("gpu.gfx_targets", [g["gfx"] for g in gpus if g["gfx"]])
     # sysfs shows the hardware's own target, whatever HSA_OVERRIDE_GFX_VERSION says
