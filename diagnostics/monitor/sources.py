@@ -109,9 +109,9 @@ class ToolSource(PollingSource):
 
     argv: list[str] = []
 
-    def __init__(self, exe: str | None = None, timeout: float = TOOL_TIMEOUT_S) -> None:
+    def __init__(self, exe: str | None = None, timeout: float | None = None) -> None:
         self.exe = exe or shutil.which(self.argv[0])
-        self.timeout = timeout
+        self.timeout = TOOL_TIMEOUT_S if timeout is None else timeout
 
     def parse(self, text: str) -> list[dict[str, Any]]:
         raise NotImplementedError
@@ -164,11 +164,11 @@ class NvidiaSmiSource(Source):
     name = "nvidia-smi"
 
     def __init__(self, exe: str | None = None, interval: float = 0.2,
-                 startup_timeout: float = STARTUP_TIMEOUT_S, stall_s: float = STALL_S) -> None:
+                 startup_timeout: float | None = None, stall_s: float | None = None) -> None:
         self.exe = exe or shutil.which("nvidia-smi")
         self.interval = interval
-        self.startup_timeout = startup_timeout
-        self.stall_s = stall_s
+        self.startup_timeout = STARTUP_TIMEOUT_S if startup_timeout is None else startup_timeout
+        self.stall_s = STALL_S if stall_s is None else stall_s
         self.fields = list(parse.NVIDIA_FIELDS)
         self._cancel = threading.Event()
         self._thread: threading.Thread | None = None
@@ -236,8 +236,9 @@ class NvidiaSmiSource(Source):
                     return self._drain()
                 if self._result is not None:        # exited before printing one valid line
                     break
+            exited = self._result is not None           # it ended by itself (else: we stop it now)
             self.close()
-            res = self._result
+            res = self._result if exited else None
             text = ((res.stderr if res else "") + (res.stdout if res else "")).strip()
             if attempt == 0 and "not a valid field" in text and "clocks_throttle_reasons.active" in self.fields:
                 # an nvidia-smi without the throttle field: ask again without it
