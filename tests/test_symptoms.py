@@ -23,6 +23,8 @@ SEVEN = {
         "请问为什么我的pytorch是cpu版本的？torch.cuda.is_available()一直是False",
         "torch.cuda.is_available() 返回 False",
         "ｔｏｒｃｈ．ｃｕｄａ．ｉｓ＿ａｖａｉｌａｂｌｅ（） 返回 Ｆａｌｓｅ",
+        "明明有显卡，PyTorch 却只能用 CPU 训练",            # mynw.cn/news/553078.html
+        "可 PyTorch 就是无法调用 GPU，看得见算力却用不上",   # mynw.cn/news/558109.html
     ],
     # permissions on /dev/kfd
     "user-not-in-render-video-group": [
