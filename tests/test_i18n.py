@@ -150,6 +150,8 @@ def test_stale_missing_and_fresh(tmp_path):
     p.write_text(p.read_text(encoding="utf-8").replace("  why\n", "  a better why\n", 1), encoding="utf-8")
     rows = stale_translations(load_kb(kbdir))
     assert len(rows) == 1 and rows[0][:2] == ("demo-entry", "zh") and rows[0][2].startswith("stale translation")
+    warn = i18n.translation_warnings(load_kb(kbdir))
+    assert len(warn) == 1 and warn[0].endswith(rows[0][2]) and "demo-entry.yaml:1:1: warning: zh: " in warn[0]
     loc = localized_entry(load_kb(kbdir).entries[0], "zh")
     assert loc["title"] == "演示" and loc["stale"] is True and loc["lang"] == "zh"
 

@@ -204,6 +204,17 @@ def stale_translations(kb: Any, langs: Iterable[str] = TRANSLATED_LANGUAGES) -> 
     return out
 
 
+def translation_warnings(kb: Any, langs: Iterable[str] = TRANSLATED_LANGUAGES) -> list[str]:
+    """:func:`stale_translations` as ``kb lint``-style lines: ``kb/<id>.yaml:1:1: warning: zh: <reason>``."""
+    entries = {(_field(e, "id")): e for e in getattr(kb, "entries", kb)}
+    out = []
+    for eid, lang, reason in stale_translations(kb, langs):
+        e = entries.get(eid)
+        path = (getattr(e, "path", "") if e is not None and not isinstance(e, Mapping) else "") or f"kb/{eid}.yaml"
+        out.append(f"{path}:1:1: warning: {lang}: {reason}")
+    return out
+
+
 def localized_entry(entry: Any, lang: str | None) -> dict[str, Any]:
     """title/symptoms/cause/fix of *entry* in *lang*, falling back to English field by field.
 
@@ -246,4 +257,4 @@ def localize_diagnoses(diagnoses: list[dict[str, Any]], kb: Any, lang: str | Non
 
 __all__ = ["LANGUAGES", "LANGUAGE_NAMES", "catalogue", "catalogue_problems", "localize_diagnoses",
            "localized_entry", "normalize_language", "parse_accept_language", "pick_language", "placeholders",
-           "stale_translations", "t", "translation_hash", "translation_status"]
+           "stale_translations", "t", "translation_hash", "translation_status", "translation_warnings"]
