@@ -158,8 +158,7 @@ def _share(rep: dict) -> None:
         if saved:
             st.caption("Link to this session (anyone who can reach this server can open it):")
             st.code(common.session_link(saved), language=None)
-            st.page_link(common.page_file("sessions"), label="Open the saved session", icon=":material/folder_open:",
-                         query_params={"session": saved})
+            st.markdown(f":material/folder_open: [Open the saved session]({common.PATH_SESSIONS}?session={saved})")
 
 
 rep = st.session_state.get("report")

@@ -83,7 +83,7 @@ def highlight(text: str, spans: Iterable[tuple[int, int]]) -> str:
     return "".join(out)
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$&])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#!|~:$&])")
 
 
 def md_inline(text: object, limit: int = 300) -> str:
@@ -93,7 +93,10 @@ def md_inline(text: object, limit: int = 300) -> str:
     s = " ".join(s.split())
     if len(s) > limit:
         s = s[:limit - 1] + "…"
-    return _MD_SPECIAL.sub(r"\\\1", s)
+    s = _MD_SPECIAL.sub(r"\\\1", s)
+    # a label starting like a list item or a heading would turn into one
+    s = re.sub(r"^(\d+)([.)])", r"\1\\\2", s)
+    return re.sub(r"^([-+=])", r"\\\1", s)
 
 
 def short(text: object, limit: int = 120) -> str:

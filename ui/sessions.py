@@ -183,7 +183,7 @@ def _import() -> None:
             for w in res["warnings"]:
                 st.warning(w)
             st.success("Already here." if res["existing"] else "Imported.")
-            st.page_link(common.page_file("sessions"), label="Open it", query_params={"session": res["id"]})
+            st.button("Open it", key="open_imported", on_click=_open, args=(res["id"],))
 
 
 def list_sessions() -> None:
