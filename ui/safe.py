@@ -93,6 +93,9 @@ def md_inline(text: object, limit: int = 300) -> str:
     s = " ".join(s.split())
     if len(s) > limit:
         s = s[:limit - 1] + "…"
+    # Streamlit turns ":material/name:" into an icon after parsing, so an escape does not stop it; a zero-width
+    # space does (an icon is harmless, but user text should read as it was written)
+    s = s.replace(":material/", ":\u200bmaterial/")
     s = _MD_SPECIAL.sub(r"\\\1", s)
     # a label starting like a list item or a heading would turn into one
     s = re.sub(r"^(\d+)([.)])", r"\1\\\2", s)
