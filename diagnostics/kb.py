@@ -510,6 +510,8 @@ def load_kb(directory: str | os.PathLike | None = None) -> KnowledgeBase:
     for p in sorted(d.glob("*.yaml")) + sorted(d.glob("*.yml")):
         rel = _rel(p)
         try:
+            if not p.is_file():  # a FIFO would block the read forever; a folder is not an entry
+                raise KBError(rel, 1, 1, "not a regular file")
             if p.stat().st_size > MAX_ENTRY_BYTES:
                 raise KBError(rel, 1, 1, f"entry larger than {MAX_ENTRY_BYTES // 1024} KiB")
             raw = p.read_bytes()
@@ -538,7 +540,7 @@ def load_kb(directory: str | os.PathLike | None = None) -> KnowledgeBase:
 def _rel(p: Path) -> str:
     try:
         return str(p.resolve().relative_to(Path.cwd()))
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop
         return str(p)
 
 
