@@ -118,6 +118,15 @@ def test_list_filter_search_paginate(store: Store) -> None:
     assert [r["id"] for r in store.list_sessions(until="2026-11-02")[0]] == [ids["b"], ids["a"]]
     assert [r["id"] for r in store.list_sessions(since="2026-11-02", until="2026-11-02")[0]] == [ids["b"]]
 
+    # both ways of searching on SQLite (index lookup for rare words, scan for common ones) agree
+    for limit in (0, 10**9):
+        store.fts_common_limit = limit
+        assert [r["id"] for r in store.list_sessions(query="gfx942")[0]] == [ids["b"]]
+        assert store.list_sessions(query="rx 7900")[1] == 2
+        assert store.list_sessions(query="no-binary", host="node-a")[1] == 1
+        assert store.list_sessions(gpu="7900 xtx") == store.list_sessions(gpu="7900 XTX")
+        assert store.list_sessions(gpu="7900 xtx")[1] == 2
+
     store.set_status(ids["a"], "investigating")
     assert [r["id"] for r in store.list_sessions(status="investigating")[0]] == [ids["a"]]
     with pytest.raises(StoreError):

@@ -212,6 +212,10 @@ def _as_dt(v: Any, end: bool = False) -> datetime | None:
     return dt
 
 
+def _fts_phrase(word: str) -> str:
+    return '"' + word.replace('"', '""') + '"'
+
+
 def _like_escape(s: str) -> str:
     return s.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
@@ -232,6 +236,7 @@ class Store:
         self.engine = make_engine(self.url)
         self.dialect = self.engine.dialect.name
         self._nparam = 0
+        self.fts_common_limit = 2000  # SQLite: above this many matches a word is searched by LIKE (see _contains)
         if migrate_schema:
             migrate(self.engine)
 
@@ -391,49 +396,80 @@ class Store:
         since/until: ISO dates or times (a bare date for until means the end of that day)."""
         page = max(1, int(page))
         page_size = max(1, min(int(page_size), 1000))
-        conds: list[Any] = []
-        for word in (query or "").lower().split():
-            c = self._contains(word)
-            if re.fullmatch(r"[0-9a-f\-]{4,36}", word):
-                c = or_(c, S.c.id.like(f"{_like_escape(word)}%", escape="\\"))
-            conds.append(c)
-        if host:
-            conds.append(S.c.host == host)
-        if gpu:
-            g = gpu.lower().strip()
-            # GPU names are part of search_text: use its index to narrow, then check the GPU column itself
-            conds.append(self._contains(g))
-            conds.append(func.lower(S.c.gpu_names).like(f"%{_like_escape(g)}%", escape="\\"))
-        if verdict:
-            conds.append(S.c.verdict == verdict)
-        if status:
-            if status not in STATUSES:
-                raise StoreError(f"status must be one of {', '.join(STATUSES)}")
-            conds.append(S.c.status == status)
+        words = (query or "").lower().split()
+        g = (gpu or "").lower().strip()
+        if status and status not in STATUSES:
+            raise StoreError(f"status must be one of {', '.join(STATUSES)}")
         lo, hi = _as_dt(since), _as_dt(until, end=True)
-        if lo is not None:
-            conds.append(S.c.created_at >= lo)
-        if hi is not None:
-            conds.append(S.c.created_at <= hi if isinstance(until, datetime) else S.c.created_at < hi)
-        q = select(*self._list_columns()).where(*conds).order_by(S.c.created_at.desc(), S.c.id.desc()) \
-            .limit(page_size).offset((page - 1) * page_size)
         with self._read() as conn:
+            counts: dict[str, int] = {}
+            conds: list[Any] = []
+            scan = False  # a common word is matched by LIKE: counting will read every row anyway
+            only_text = not (host or g or verdict or status or lo or hi)
+            for word in words:
+                c, common = self._contains(conn, word, counts)
+                scan = scan or common
+                if re.fullmatch(r"[0-9a-f\-]{4,36}", word):
+                    c = or_(c, S.c.id.like(f"{_like_escape(word)}%", escape="\\"))
+                    only_text = False
+                conds.append(c)
+            if g:
+                # GPU names are part of search_text: use its index to narrow, then check the GPU column itself
+                c, common = self._contains(conn, g, counts)
+                scan = scan or common
+                conds += [c, func.lower(S.c.gpu_names).like(f"%{_like_escape(g)}%", escape="\\")]
+            if host:
+                conds.append(S.c.host == host)
+            if lo is not None:
+                conds.append(S.c.created_at >= lo)
+            if hi is not None:
+                conds.append(S.c.created_at <= hi if isinstance(until, datetime) else S.c.created_at < hi)
+            low: list[tuple[Any, str]] = [(S.c.verdict, verdict)] if verdict else []
+            low += [(S.c.status, status)] if status else []
+            q = select(*self._list_columns()).where(*conds, *[col == v for col, v in low]) \
+                .order_by(S.c.created_at.desc(), S.c.id.desc()).limit(page_size).offset((page - 1) * page_size)
             rows = conn.execute(q).all()
-            total = conn.execute(select(func.count()).select_from(S).where(*conds)).scalar_one()
+            total = None
+            if self.dialect == "sqlite" and words and only_text and all(len(w) >= 3 for w in words):
+                # text alone: the FTS table has exactly one row per session, so it can count by itself
+                expr = " AND ".join(_fts_phrase(w) for w in words)
+                total = counts.get(expr)
+                if total is None:
+                    total = self._fts_count(conn, expr)
+            if total is None:
+                # verdict and status split the table into a few big groups: when every row is read anyway (a
+                # common word), reading rows in order beats jumping through those indexes (`col || ''` hides
+                # the column from SQLite's planner)
+                lowc = [(col.concat("") if scan and self.dialect == "sqlite" else col) == v for col, v in low]
+                total = conn.execute(select(func.count()).select_from(S).where(*conds, *lowc)).scalar_one()
         return [self._row_dict(r) for r in rows], int(total)
 
-    def _contains(self, word: str) -> Any:
-        """Condition: sessions.search_text contains *word* (lowercase), through the trigram index when there is one
-        (SQLite FTS5 trigram table; PostgreSQL pg_trgm serves LIKE directly)."""
+    def _fts_count(self, conn: Any, expr: str) -> int:
+        return int(conn.execute(sql_text("SELECT count(*) FROM sessions_fts WHERE sessions_fts MATCH :q"),
+                                {"q": expr}).scalar_one())
+
+    def _contains(self, conn: Any, word: str, counts: dict[str, int]) -> tuple[Any, bool]:
+        """Condition "sessions.search_text contains *word*" (lowercase), and whether the word is common.
+
+        PostgreSQL: LIKE, served by the pg_trgm index. SQLite: a word that few sessions contain is looked up in
+        the FTS5 trigram table; a common word uses LIKE, because the newest-first scan then finds a page of
+        matches after a few rows, and counting reads the narrow rows in order faster than it could fetch
+        thousands of matches one by one."""
         like = S.c.search_text.like(f"%{_like_escape(word)}%", escape="\\")
-        if self.dialect == "sqlite" and len(word) >= 3:
-            self._nparam += 1
-            name = f"fts_{self._nparam}"
-            phrase = '"' + word.replace('"', '""') + '"'
-            sub = sql_text(f"SELECT session_id FROM sessions_fts WHERE sessions_fts MATCH :{name}").bindparams(
-                **{name: phrase}).columns(session_id=S.c.id.type)
-            return S.c.id.in_(sub)
-        return like
+        if self.dialect != "sqlite":
+            return like, False
+        if len(word) < 3:  # shorter than a trigram: the index cannot help
+            return like, True
+        phrase = _fts_phrase(word)
+        if phrase not in counts:
+            counts[phrase] = self._fts_count(conn, phrase)
+        if counts[phrase] > self.fts_common_limit:
+            return like, True
+        self._nparam += 1
+        name = f"fts_{self._nparam}"
+        sub = sql_text(f"SELECT session_id FROM sessions_fts WHERE sessions_fts MATCH :{name}").bindparams(
+            **{name: phrase}).columns(session_id=S.c.id.type)
+        return S.c.id.in_(sub), False
 
     def count(self) -> int:
         with self._read() as conn:
