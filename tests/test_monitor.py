@@ -620,3 +620,53 @@ def test_watch_a_real_generation_on_the_cpu(tmp_path, monkeypatch):
     assert order.index("importing torch") < order.index("generating")
     f = monitor.monitor_facts(samples)
     assert f["monitor.source"] == "nvidia-smi" and f["monitor.samples"] == len(samples)
+
+
+def _release_fifo(path: Path) -> None:
+    """Let a reader stuck opening the FIFO go (it then reads end-of-file)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def test_sysfs_read_stuck_before_the_run_does_not_hold_the_work(tmp_path, monkeypatch):
+    """A sysfs read that never returns (as a driver call can hang): here a FIFO nobody writes to."""
+    root = copy_tree("rx7900xtx-beszel414", tmp_path)
+    busy = root / "sys/class/drm/card0/device/gpu_busy_percent"
+    busy.unlink()
+    os.mkfifo(busy)
+    only_path(monkeypatch, tmp_path / "bin")
+    try:
+        t0 = time.monotonic()
+        result, samples = monitor.watch(work([("generating", 0.1)]), root=str(root), tools=["sysfs"],
+                                        baseline_timeout=1.0)
+        assert result == "done" and list(samples) == []
+        assert time.monotonic() - t0 < 4
+        assert any("sysfs: no first reading within 1.0 s (stuck); abandoned" in n for n in samples.notes)
+    finally:
+        _release_fifo(busy)
+
+
+def test_sysfs_read_stuck_mid_run_is_left_behind_with_a_note(tmp_path, monkeypatch):
+    root = copy_tree("rx7900xtx-beszel414", tmp_path)
+    busy = root / "sys/class/drm/card0/device/gpu_busy_percent"
+    only_path(monkeypatch, tmp_path / "bin")
+
+    def fn(progress=None):
+        progress("generating")
+        time.sleep(0.3)
+        busy.unlink()
+        os.mkfifo(busy)
+        time.sleep(0.3)
+        return "done"
+
+    try:
+        t0 = time.monotonic()
+        result, samples = monitor.watch(fn, interval=0.05, root=str(root), tools=["sysfs"])
+        assert result == "done" and len(samples) >= 3
+        assert time.monotonic() - t0 < 5
+        assert any("did not stop within 2 s (a read is stuck in the driver); left behind" in n for n in samples.notes)
+    finally:
+        _release_fifo(busy)

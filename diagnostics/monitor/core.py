@@ -102,12 +102,18 @@ class Monitor:
         except Exception as e:  # noqa: BLE001 - the monitor must never break the watched work
             self._note(f"could not choose a GPU sampling source: {type(e).__name__}: {e}")
             return self
+        deadline = time.monotonic() + self.baseline_timeout
         for name in order:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._note(f"no first reading within {self.baseline_timeout:g} s; did not try "
+                           + ", ".join(order[order.index(name):]))
+                break
             self.samples.tried.append(name)
             try:
                 source = src_mod.make(name, root=self.root, interval=self.interval)
                 self._source = source
-                first = source.first(self.baseline_timeout)
+                first = self._first(source, left)
             except src_mod.SourceError as e:
                 self._note(f"{name}: {e}")
                 self._source = None
@@ -124,6 +130,31 @@ class Monitor:
         if not self.samples.source:
             self._note("no GPU sampling source worked (tried " + ", ".join(order or ["none"]) + "); the run was not watched")
         return self
+
+    @staticmethod
+    def _first(source: "src_mod.Source", timeout: float) -> list[dict[str, Any]]:
+        """The source's first readings, asked in a helper thread: a read stuck in the driver (sysfs) or a tool
+        that ignores its own timeout cannot hold the caller longer than *timeout*."""
+        box: dict[str, Any] = {}
+
+        def ask() -> None:
+            try:
+                box["value"] = source.first(timeout)
+            except BaseException as e:  # noqa: BLE001 - handed over to the caller below
+                box["error"] = e
+
+        t = threading.Thread(target=ask, name="gpu-monitor-first", daemon=True)
+        t.start()
+        t.join(timeout + 0.5)
+        if t.is_alive():
+            try:
+                source.close()
+            except Exception:  # noqa: BLE001
+                pass
+            raise src_mod.SourceError(f"no first reading within {timeout:.1f} s (stuck); abandoned")
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
 
     def _run(self) -> None:
         assert self._source is not None

@@ -116,14 +116,15 @@ class ToolSource(PollingSource):
     def parse(self, text: str) -> list[dict[str, Any]]:
         raise NotImplementedError
 
-    def read(self) -> list[dict[str, Any]]:
+    def read(self, timeout: float | None = None) -> list[dict[str, Any]]:
         if not self.exe:
             raise SourceError(f"{self.argv[0]} not found on PATH")
-        res = run_child([self.exe] + self.argv[1:], timeout=self.timeout, env=_tool_env())
+        limit = self.timeout if timeout is None else min(timeout, self.timeout)
+        res = run_child([self.exe] + self.argv[1:], timeout=limit, env=_tool_env())
         if res.start_error:
             raise SourceError(res.start_error)
         if res.timed_out:
-            raise SourceError(f"{self.argv[0]} did not answer within {self.timeout:g} s; killed")
+            raise SourceError(f"{self.argv[0]} did not answer within {limit:g} s; killed")
         if res.signal:
             raise SourceError(f"{self.argv[0]} crashed with {res.signal}")
         try:
@@ -136,7 +137,7 @@ class ToolSource(PollingSource):
 
     def first(self, timeout: float) -> list[dict[str, Any]]:
         try:
-            return self.read()
+            return self.read(timeout)
         except parse.BadOutput as e:
             raise SourceError(f"{self.argv[0]} printed something unreadable: {e}") from None
 
