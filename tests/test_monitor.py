@@ -260,7 +260,9 @@ def test_monitor_plays_back_sysfs_during_a_run(tmp_path, monkeypatch):
         time.sleep(0.4)
         w(dev / "gpu_busy_percent", 88)
         time.sleep(0.4)
+        progress("comparing with the CPU")
         w(dev / "gpu_busy_percent", 0)
+        time.sleep(0.1)
         w(dev / "mem_info_vram_used", 794341376)
         return {"status": "ok"}
 
@@ -270,8 +272,8 @@ def test_monitor_plays_back_sysfs_during_a_run(tmp_path, monkeypatch):
     f = monitor.monitor_facts(samples)
     assert f["monitor.source"] == "sysfs"
     assert f["monitor.gpu_busy_peak_pct"] == 97.0
-    assert 85.0 <= f["monitor.gpu_busy_mean_pct"] <= 97.0
-    assert f["monitor.generating_samples"] >= 10
+    assert 88.0 <= f["monitor.gpu_busy_mean_pct"] <= 97.0
+    assert f["monitor.generating_samples"] >= 5
     assert f["monitor.vram_before_bytes"] == 794341376
     assert f["monitor.vram_peak_bytes"] == 794341376 + 3 * GIB
     assert f["monitor.vram_growth_bytes"] == 3 * GIB
@@ -281,9 +283,8 @@ def test_monitor_plays_back_sysfs_during_a_run(tmp_path, monkeypatch):
     assert "monitor.throttle_seen" not in f           # nothing to judge it by in this tree
     for k, v in f.items():
         assert factcat.check_value(k, v) is None, k
-    phases = [s["phase"] for s in monitor.phase_spans(samples)]
-    assert phases == ["before", "running", "importing torch", "loading", "generating", "after"] or \
-        phases == ["before", "importing torch", "loading", "generating", "after"]
+    phases = [s["phase"] for s in monitor.phase_spans(samples) if s["phase"] != "running"]
+    assert phases == ["before", "importing torch", "loading", "generating", "comparing with the cpu", "after"]
     assert no_monitor_threads()
 
 
