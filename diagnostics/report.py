@@ -91,6 +91,9 @@ def render_report(report: dict[str, Any]) -> str:
                        f"{gen.get('tokens_per_s', 0):.1f} tokens/s (load {gen.get('load_s', 0):.1f}s)")
         else:
             out.append(f"Test generation: {gen.get('status', 'failed')} — {gen.get('error', '')}")
+        mon = gen.get("monitor") or {}
+        if mon.get("summary"):
+            out.append(f"GPU while generating: {mon['summary']}")
     out.append("")
     out.append("Diagnosis:")
     out.append(render_diagnoses(report.get("diagnoses", []), report.get("not_ruled_out")))

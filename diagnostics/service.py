@@ -223,7 +223,7 @@ def run_local(*, python: str | None = None, root: str = "/", timeout: float | No
     report["probes"] = probes
     facts = merge_probe_facts(probes)
     if generate and not (cancel and cancel.is_set()):
-        report["generation"] = _generation(python, model, device, max_new_tokens, timeout, facts, on_event)
+        report["generation"] = _generation(python, model, device, max_new_tokens, timeout, facts, on_event, root)
         gen_facts, _ = factcat.clean_facts((report["generation"] or {}).get("facts") or {})
         for k, v in gen_facts.items():
             facts.setdefault(k, v)
@@ -232,8 +232,24 @@ def run_local(*, python: str | None = None, root: str = "/", timeout: float | No
     return _diagnose_report(report, kb_dir)
 
 
+def _watched_generation(run_generation: Callable[..., dict[str, Any]], root: str, **kwargs: Any) -> dict[str, Any]:
+    """The generation under the GPU monitor (busy %, VRAM, temperature, power); the monitor never breaks it."""
+    try:
+        from .monitor import monitor_facts, to_record, watch
+    except ImportError:
+        return run_generation(**kwargs)
+    gen, samples = watch(run_generation, root=root, **kwargs)
+    if isinstance(gen, dict):
+        try:
+            gen["monitor"] = to_record(samples)
+            gen.setdefault("facts", {}).update(monitor_facts(samples))
+        except Exception as exc:  # a monitor bug costs the chart, never the generation
+            gen["monitor"] = {"notes": [f"monitor failed: {type(exc).__name__}: {exc}"]}
+    return gen
+
+
 def _generation(python: str, model: str | None, device: str, max_new_tokens: int, timeout: float | None,
-                facts: dict[str, Any], on_event: ProgressFn | None) -> dict[str, Any] | None:
+                facts: dict[str, Any], on_event: ProgressFn | None, root: str = "/") -> dict[str, Any] | None:
     if facts.get("torch.installed") is False or facts.get("torch.import_error"):
         return {"status": "skipped", "error": "torch cannot be imported in the diagnosed interpreter", "facts": {}}
     try:
@@ -248,8 +264,8 @@ def _generation(python: str, model: str | None, device: str, max_new_tokens: int
     if on_event:
         on_event({"event": "start", "probe": "generation", "title": "Test generation"})
     try:
-        gen = run_generation(python=python, model=model, device=device, max_new_tokens=max_new_tokens,
-                             timeout=max(timeout or 0, 600), progress=progress)
+        gen = _watched_generation(run_generation, root, python=python, model=model, device=device,
+                                  max_new_tokens=max_new_tokens, timeout=max(timeout or 0, 600), progress=progress)
     except Exception as exc:  # the report must survive a generation bug
         gen = {"status": "crashed", "error": f"internal error: {type(exc).__name__}: {exc}", "facts": {}}
     if on_event:
