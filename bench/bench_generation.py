@@ -43,7 +43,7 @@ pad = model.generation_config.pad_token_id
 kw = dict(do_sample=False, pad_token_id=pad if pad is not None else model.generation_config.eos_token_id)
 sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 with torch.inference_mode():
-    model.generate(**ids, max_new_tokens=min(2, n), min_new_tokens=min(2, n), **kw)
+    model.generate(**ids, max_new_tokens=n, min_new_tokens=n, **kw)        # warm-up at full length, as the doctor
     sync(); t0 = time.perf_counter()
     out = model.generate(**ids, max_new_tokens=n, min_new_tokens=n, **kw)
     sync(); t1 = time.perf_counter()

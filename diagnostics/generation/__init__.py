@@ -70,8 +70,8 @@ def child_argv(python: str, model: str | None, device: str, max_new_tokens: int,
 def _progress_text(rec: dict[str, Any]) -> str:
     stage = str(rec.get("progress"))
     extra = {k: v for k, v in rec.items() if k != "progress"}
-    if stage == "generating" and "tokens" in extra:
-        return f"generating ({extra['tokens']} tokens)"
+    if stage in ("generating", "warming up") and "tokens" in extra:
+        return f"{stage} ({extra['tokens']} tokens)"
     if extra:
         return stage + " (" + ", ".join(f"{k}={v}" for k, v in extra.items()) + ")"
     return stage
