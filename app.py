@@ -13,3 +13,7 @@ page = st.navigation({"Diagnose": [diagnose, sessions], "Contribute": [kb, edito
 if page is diagnose and st.query_params.get("session"):
     st.switch_page(sessions, query_params={"session": st.query_params["session"]})
 page.run()
+# after the first page went out: load the knowledge base and the store in the background for the other pages
+from ui.common import warm_up  # noqa: E402
+
+warm_up()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 import streamlit as st
@@ -23,6 +24,29 @@ CSS = """
 .st-key-yaml textarea {font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .85rem}
 </style>
 """
+
+
+_warmed = False
+
+
+def warm_up() -> None:
+    """Once per server process, after the first page was sent: load the knowledge base and import the store in
+    a background thread, so the first visit to the other pages does not wait for them (about 2 s here)."""
+    global _warmed
+    if _warmed:
+        return
+    _warmed = True
+
+    def work() -> None:
+        try:
+            from diagnostics.service import get_kb
+
+            get_kb()
+            import diagnostics.store  # noqa: F401  (SQLAlchemy, Alembic)
+        except Exception:
+            pass  # the pages report their own errors when they need these
+
+    threading.Thread(target=work, name="gpu-doctor-warm-up", daemon=True).start()
 
 
 def style() -> None:

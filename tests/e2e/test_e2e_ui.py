@@ -22,7 +22,10 @@ def test_run_diagnosis_save_and_open_by_link(server, page):
     page.goto(server.url + "/")
     wait_app(page)
     shot(page, "01-diagnose-start")
+    page.get_by_text("Also run a test generation with a small model").click()
     page.get_by_role("button", name="Run diagnosis").click()
+    page.get_by_text("checks finished").wait_for(timeout=30_000)  # live progress while the probes run
+    shot(page, "01b-diagnose-progress")
     page.get_by_text("Likely causes, most likely first").wait_for(timeout=120_000)
     page.get_by_text("Checks", exact=True).wait_for()
     body = page.inner_text("body")
@@ -30,6 +33,10 @@ def test_run_diagnosis_save_and_open_by_link(server, page):
     assert "PyTorch build" in body and "CPU-only build" in body
     assert "failed" in body and "passed" in body
     assert "Likely causes" in body
+    # the test generation ran the built-in model on this machine's CPU torch: figures and the chart
+    page.get_by_text("Tokens generated over time").wait_for(timeout=60_000)
+    page.locator('[data-testid="stMetricLabel"]', has_text="Tokens per second").first.wait_for()
+    page.locator('[data-testid="stVegaLiteChart"]').first.wait_for()
     wait_app(page)
     shot(page, "02-diagnose-result")
     page.get_by_role("button", name=re.compile("Save this session")).click()
@@ -132,6 +139,21 @@ def test_hostile_session_renders_as_text(server, page):
     assert page.get_by_text('<script>alert("xss-script")</script>', exact=False).count() >= 1
     page.wait_for_timeout(500)
     no_script_ran(page)
+
+
+def test_the_app_process_never_imports_torch(server, page):
+    """After diagnoses (with a test generation) ran through this server: no libtorch in the app's memory map.
+    The probes and the generation import torch in their own child processes, which are not checked."""
+    import psutil
+
+    from bench.bench_app import torch_mapped
+
+    app = [server.proc.pid] + [c.pid for c in psutil.Process(server.proc.pid).children(recursive=False)]
+    assert len(app) == 2  # `diagnostics serve` and the streamlit server it started
+    maps = {pid: torch_mapped(pid) for pid in app}
+    assert not any(maps.values()), maps
+    # the check can see a torch when there is one: the streamlit server has its Python runtime mapped
+    assert "python" in open(f"/proc/{app[1]}/maps").read()
 
 
 def test_sessions_list(server, page):
