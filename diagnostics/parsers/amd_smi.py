@@ -59,7 +59,7 @@ def detect(text: str) -> float:
         score = max(score, 0.9)
     if "MARKET_NAME:" in head or "TARGET_GRAPHICS_VERSION:" in head or "TOTAL_VRAM:" in head:
         score = max(score, 0.85)
-    if re.search(r"(?m)^\s*GPU:\s*\d+\s*$", head) and ("BDF:" in head or "UUID:" in head or "KFD_ID:" in head):
+    if re.search(r"(?m)^[ \t]*GPU:[ \t]*\d+[ \t]*$", head) and ("BDF:" in head or "UUID:" in head or "KFD_ID:" in head):
         score = max(score, 0.8)
     if '"market_name"' in head or '"target_graphics_version"' in head or '"total_vram"' in head \
             or '"amdsmi_library_version"' in head or ('"bdf"' in head and '"gpu"' in head):

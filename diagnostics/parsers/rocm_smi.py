@@ -263,7 +263,7 @@ def _parse_into(text: str, res: ParseResult) -> None:
 
     if '"card' in text and "{" in text:
         _parse_json(text, gpus, res)
-    if re.search(r"(?mi)^\s*device,", text):
+    if re.search(r"(?mi)^[ \t]*device,", text):
         _parse_csv(lines, gpus, res)
 
     facts: dict[str, Any] = {}
