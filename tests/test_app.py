@@ -367,3 +367,35 @@ def test_edit_a_copy_from_the_entry_page_seeds_the_editor():
     at.run()
     assert at.text_area(key="yaml").value == "id: x\n"
     assert "missing required key" in at.error[0].value
+
+
+def test_generation_figures_and_chart_gpu_against_cpu(store):
+    """A session from a GPU machine (figures as the generation child reports them): metrics, the curve for both
+    devices and the speed comparison."""
+    rep = pasted_report(NO_BINARY)
+    rep["source"] = "live"
+    rep["generation"] = {"status": "ok", "device": "cuda", "model": "builtin:tiny", "dtype": "float16",
+                         "new_tokens": 32, "tokens_per_s": 410.0, "decode_tokens_per_s": 450.0, "ttft_s": 0.012,
+                         "load_s": 0.8, "peak_rss_bytes": 900 << 20, "peak_gpu_bytes": 60 << 20,
+                         "cpu_tokens_per_s": 80.0, "cpu_ttft_s": 0.03, "gpu_vs_cpu_ratio": 5.125,
+                         "text": "<script>alert(1)</script> hello", "warnings": []}
+    sid = store.save(rep)
+    at = AppTest.from_file("../ui/sessions.py", default_timeout=30)
+    at.query_params["session"] = sid
+    at.run()
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Tokens per second"] == "410.0" and metrics["Time to first token"] == "0.012 s"
+    charts = at.get("vega_lite_chart")
+    assert len(charts) == 2  # tokens over time (GPU and CPU curves) and the speed bars
+    assert any("5.12× as fast as the CPU" in c.value for c in at.caption)
+    assert any(t.value.startswith("<script>") for t in at.text)  # generated text shown as text
+
+
+def test_token_curve_from_figures():
+    from ui.render import token_curve
+
+    pts = token_curve({"new_tokens": 4, "ttft_s": 0.5, "decode_tokens_per_s": 2.0})
+    assert pts == [(0.0, 0), (0.5, 1), (1.0, 2), (1.5, 3), (2.0, 4)]
+    assert token_curve({"new_tokens": 2, "token_times": [0.1, 0.3]}) == [(0.0, 0), (0.1, 1), (0.3, 2)]
+    assert token_curve({"new_tokens": None, "ttft_s": 1.0, "tokens_per_s": 3.0}) == []

@@ -236,20 +236,24 @@ def generation(gen: dict[str, Any]) -> None:
     curves = {k: v for k, v in curves.items() if v}
     if curves:
         rows = [{"seconds": t, "tokens": n, "run": name} for name, pts in curves.items() for t, n in pts]
-        left, right = st.columns([3, 2])
+        compare = bool(gen.get("cpu_tokens_per_s"))
+        left, right = st.columns([3, 2] if compare else [3, 1])
         with left:
             st.markdown("**Tokens generated over time**")
             st.line_chart(rows, x="seconds", y="tokens", color="run", height=240)
             if not gen.get("token_times"):
                 st.caption("Drawn from the measured time to first token and decode rate.")
         with right:
-            st.markdown("**Speed, GPU against CPU**" if len(curves) > 1 else "**Speed**")
-            bars = [{"run": "GPU" if dev == "cuda" else dev.upper(), "tokens per second": float(gen["tokens_per_s"])}]
-            if gen.get("cpu_tokens_per_s"):
-                bars.append({"run": "CPU", "tokens per second": float(gen["cpu_tokens_per_s"])})
-            st.bar_chart(bars, x="run", y="tokens per second", height=240, horizontal=True)
-            if gen.get("gpu_vs_cpu_ratio"):
-                st.caption(f"The GPU generated {float(gen['gpu_vs_cpu_ratio']):.2f}× as fast as the CPU.")
+            if compare:
+                st.markdown("**Speed, GPU against CPU**")
+                bars = [{"run": "GPU", "tokens per second": float(gen["tokens_per_s"])},
+                        {"run": "CPU", "tokens per second": float(gen["cpu_tokens_per_s"])}]
+                st.bar_chart(bars, x="run", y="tokens per second", height=200, horizontal=True)
+                if gen.get("gpu_vs_cpu_ratio"):
+                    st.caption(f"The GPU generated {float(gen['gpu_vs_cpu_ratio']):.2f}× as fast as the CPU.")
+            elif dev == "cpu":
+                st.info("The model ran on the CPU: this interpreter's torch has no usable GPU, so there is no GPU "
+                        "figure to compare.", icon=":material/info:")
             elif gen.get("cpu_compare_skipped"):
                 st.caption("CPU comparison skipped: " + safe.md_inline(gen["cpu_compare_skipped"]))
     if gen.get("text"):
