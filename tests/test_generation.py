@@ -28,13 +28,14 @@ pytest.importorskip("transformers")
 PY = sys.executable
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# published parameter counts of two real models, next to their config.json sizes
-TINYLLAMA_CONFIG = {  # TinyLlama/TinyLlama-1.1B-Chat-v1.0: 1,100,048,384 parameters
+# the config.json shapes of two real models; the exact counts are what transformers builds for them
+# (asserted against models on the meta device below), matching their published sizes of 1.1 B and 0.49 B
+TINYLLAMA_CONFIG = {  # TinyLlama-1.1B shape: 1,100,048,384 parameters
     "model_type": "llama", "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 22,
     "num_attention_heads": 32, "num_key_value_heads": 4, "vocab_size": 32000, "tie_word_embeddings": False,
     "max_position_embeddings": 2048, "rms_norm_eps": 1e-5,
 }
-QWEN2_05B_CONFIG = {  # Qwen/Qwen2-0.5B: 494,032,768 parameters (tied embeddings, q/k/v biases)
+QWEN2_05B_CONFIG = {  # Qwen2-0.5B shape: 494,032,768 parameters (tied embeddings, q/k/v biases)
     "model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
     "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936, "tie_word_embeddings": True,
     "max_position_embeddings": 32768,
