@@ -419,3 +419,27 @@ def test_offloaded_parameters_are_named_after_the_device_map():
     assert (dev, kinds, offloaded) == ("mixed", ["cpu", "cuda"], True)
     assert gchild.summarize_devices({"a": "cuda:0"}, {"": 0}) == ("cuda", ["cuda"], False)
     assert gchild.summarize_devices({"a": "cpu"}, None) == ("cpu", ["cpu"], False)
+
+
+def test_assemble_puts_protocol_errors_into_the_log_for_the_matcher():
+    msg = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.89 GiB."
+    g = assemble([{"evidence": {"source": "generation (load)", "excerpt": msg}}, {"error": msg, "kind": "oom-gpu"}],
+                 _res(rc=1, stderr="some warning\n"))
+    assert g["log"] == "some warning\n" + msg             # once, after stderr
+    assert g["summary"].startswith("oom-gpu: torch.OutOfMemoryError")
+    ok = assemble([{"result": {"status": "ok", "device": "cpu", "new_tokens": 8, "tokens_per_s": 100.0}}], _res())
+    assert ok["summary"] == "8 tokens on cpu at 100.0 tokens/s" and ok["log"] == ""
+
+
+def test_interpreter_without_torch_is_a_clear_finding(tmp_path, cache_dir):
+    import venv
+    venv.create(tmp_path / "bare", with_pip=False)          # a real interpreter with no torch in it
+    py = str(tmp_path / "bare" / "bin" / "python")
+    g = run_generation(py, device="cpu", max_new_tokens=4, timeout=60, cache_dir=cache_dir)
+    assert g["status"] == "fail" and g["error_kind"] == "import-failed"
+    assert "cannot import" in g["error"] and "torch" in g["error"]
+
+
+def test_missing_interpreter_is_a_start_failure(cache_dir):
+    g = run_generation("/nonexistent/python3", device="cpu", timeout=30, cache_dir=cache_dir)
+    assert g["status"] == "fail" and g["error_kind"] == "start-failed" and "not found" in g["error"]

@@ -230,8 +230,25 @@ def assemble(records: list[dict[str, Any]], res: ChildResult, *, requested_devic
         notes.extend(f"dropped fact: {p}" for p in problems)
     out["evidence"] = evidence
     out["notes"] = notes
-    out["log"] = stderr_tail
+    # the matcher reads log text: the error and evidence the child sent through the protocol go with stderr
+    extra = [e["excerpt"] for e in evidence if e["excerpt"] and e["excerpt"] not in stderr_tail]
+    if error and error not in stderr_tail and error not in extra:
+        extra.append(error)
+    out["log"] = (stderr_tail.rstrip("\n") + "\n" if stderr_tail.strip() else "") + "\n".join(extra)
+    out["summary"] = summary_line(out)
     return out
+
+
+def summary_line(g: dict[str, Any]) -> str:
+    """One line for lists and probe tables."""
+    if g.get("error"):
+        return f"{g.get('error_kind') or 'error'}: {str(g['error']).splitlines()[0][:200]}"
+    s = f"{g.get('new_tokens')} tokens on {g.get('device')} at {_f(g.get('tokens_per_s'), '.1f')} tokens/s"
+    if g.get("gpu_vs_cpu_ratio") is not None:
+        s += f" ({_f(g['gpu_vs_cpu_ratio'], '.2f')}x the CPU)"
+    if g.get("warnings"):
+        s += "; " + "; ".join(g["warnings"])
+    return s
 
 
 # ---------------------------------------------------------------------------------------------- text output

@@ -797,7 +797,8 @@ def main(argv=None) -> int:
         emit({"error": s.message, "kind": s.kind})
         return 1
     except ImportError as e:
-        msg = f"{type(e).__name__}: {e}"
+        msg = (f"the target interpreter {sys.executable} cannot import what the test generation needs "
+               f"(torch, transformers, tokenizers): {type(e).__name__}: {e}")
         _send_partial(partial)
         fact("gen.error", msg)
         emit({"error": msg, "kind": "import-failed"})
