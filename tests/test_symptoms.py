@@ -97,6 +97,18 @@ def test_gpu_slower_than_cpu_is_its_own_entry():
     assert match_symptoms("the GPU is slower than CPU")[0]["id"] == "gpu-generation-slower-than-cpu"
 
 
+@pytest.mark.parametrize("text,expected", [
+    ("模型在GPU上，但是GPU占用一直是0", "gpu-idle-during-generation"),
+    ("跑着跑着显卡降频了，温度太高", "gpu-throttled-during-generation"),
+    ("还没开始跑，显存被别的进程占用了一大半", "gpu-vram-held-by-other-process"),
+    ("显存没释放，nvidia-smi 里看到僵尸进程占显存", "gpu-vram-held-by-other-process"),
+    ("加载模型后显存占用没变，核显上", "gpu-vram-did-not-grow-on-load"),
+    ("the GPU is throttling, overheating", "gpu-throttled-during-generation"),
+])
+def test_gpu_watch_findings(text, expected):
+    assert match_symptoms(text)[0]["id"] == expected
+
+
 def test_unrelated_text_matches_nothing():
     for text in ("", "今天天气不错", "the room is big and the bloom is nice", "hello world",
                  "模型加载成功，速度正常"):
