@@ -443,3 +443,29 @@ def test_interpreter_without_torch_is_a_clear_finding(tmp_path, cache_dir):
 def test_missing_interpreter_is_a_start_failure(cache_dir):
     g = run_generation("/nonexistent/python3", device="cpu", timeout=30, cache_dir=cache_dir)
     assert g["status"] == "fail" and g["error_kind"] == "start-failed" and "not found" in g["error"]
+
+
+def test_slow_generation_is_cut_short_to_report_before_the_time_limit(tmp_path, cache_dir):
+    # every forward pass of the model is slowed to 0.25 s (a crawling device); the limit is 40 s
+    env = _sitecustomize(tmp_path, """
+        import sys, threading, time
+        def _watch():
+            name = "transformers.models.llama.modeling_llama"
+            while name not in sys.modules or not hasattr(sys.modules[name], "LlamaForCausalLM"):
+                time.sleep(0.005)
+            cls = sys.modules[name].LlamaForCausalLM
+            fwd = cls.forward
+            def slow(self, *a, **k):
+                time.sleep(0.25)
+                return fwd(self, *a, **k)
+            cls.forward = slow
+        threading.Thread(target=_watch, daemon=True).start()
+    """)
+    t0 = time.monotonic()
+    g = run_generation(PY, device="cpu", max_new_tokens=400, timeout=40, cache_dir=cache_dir, env=env,
+                       compare_cpu=False)
+    assert time.monotonic() - t0 < 40
+    assert g["status"] == "ok", (g["error"], g["log"][-2000:])
+    assert 1 <= g["new_tokens"] < 400
+    assert g["tokens_per_s"] < 5                            # the slowness is measured, not hidden
+    assert any("cut short" in n for n in g["notes"])

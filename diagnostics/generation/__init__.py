@@ -51,9 +51,9 @@ def default_cache_dir() -> str:
 
 def child_argv(python: str, model: str | None, device: str, max_new_tokens: int, compare_cpu: bool,
                cache_dir: str, dtype: str = "auto", device_map: str | None = None,
-               force_load: bool = False, build_only: bool = False) -> list[str]:
+               force_load: bool = False, build_only: bool = False, time_budget: float = 3600.0) -> list[str]:
     argv = [python, CHILD, "--device", device, "--max-new-tokens", str(int(max_new_tokens)),
-            "--cache-dir", cache_dir, "--dtype", dtype]
+            "--cache-dir", cache_dir, "--dtype", dtype, "--time-budget", f"{time_budget:g}"]
     if model:
         argv += ["--model", model]
     if not compare_cpu:
@@ -92,7 +92,7 @@ def run_generation(python: str = sys.executable, model: str | None = None, devic
         raise ValueError(f"device must be auto, cpu or cuda, not {device!r}")
     cache_dir = cache_dir or default_cache_dir()
     argv = child_argv(python, model, device, max_new_tokens, compare_cpu, cache_dir, dtype, device_map,
-                      force_load)
+                      force_load, time_budget=max(1.0, timeout - 5.0))
     child_env = dict(os.environ)
     child_env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1",
                       "PYTHONIOENCODING": "utf-8"})

@@ -456,12 +456,16 @@ def _sync_fn(device: str):
 
 
 def timed_generate(model, inputs, max_new_tokens: int, device: str, report_progress: bool = True,
-                   stage: str = "generating") -> dict:
+                   stage: str = "generating", max_time: float | None = None) -> dict:
+    """Greedy generation of exactly *max_new_tokens* tokens, timed; *max_time* (seconds) cuts it short so that
+    a very slow device still reports its speed before the time limit (new_tokens then says how many)."""
     import torch
     sync = _sync_fn(device)
     clock = _Clock(0.5 if report_progress else 0.0, sync, stage)
     kwargs = dict(max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens, do_sample=False,
                   streamer=clock)
+    if max_time is not None:
+        kwargs["max_time"] = max(1.0, max_time)
     if getattr(model.generation_config, "pad_token_id", None) is None:
         kwargs["pad_token_id"] = model.generation_config.eos_token_id
     with torch.inference_mode():
@@ -537,6 +541,14 @@ def load_model(model_dir: str, device: str, dtype_name: str, device_map: str | N
         model = model.to("cuda")
     model.eval()
     return model
+
+
+_START = time.monotonic()
+
+
+def _time_left(args) -> float:
+    """Seconds left of the parent's time limit, with a margin for sending the result."""
+    return max(0.0, args.time_budget - (time.monotonic() - _START) - 10.0)
 
 
 def _has_accelerate() -> bool:
@@ -697,10 +709,14 @@ def run(args, result: dict) -> dict:
         # loading, GEMM heuristics per shape).  Measured on an H200: after a 2-token warm-up the timed run
         # gave 15.7 tokens/s, a second run of the same length 256 tokens/s (docs/GENERATION.md).
         progress("warming up")
-        w = timed_generate(model, inputs, args.max_new_tokens, gen_device, stage="warming up")
+        w = timed_generate(model, inputs, args.max_new_tokens, gen_device, stage="warming up",
+                           max_time=_time_left(args) * 0.3)
         result["warmup_tokens_per_s"] = w["tokens_per_s"]
         progress("generating", tokens=0)
-        g = timed_generate(model, inputs, args.max_new_tokens, gen_device)
+        g = timed_generate(model, inputs, args.max_new_tokens, gen_device, max_time=_time_left(args) * 0.6)
+        if g["new_tokens"] < args.max_new_tokens:
+            emit({"note": f"generation cut short at {g['new_tokens']} of {args.max_new_tokens} tokens to report "
+                          f"before the time limit ({args.time_budget:g} s)"})
     except Exception as e:  # noqa: BLE001
         stop = _oom_stop(e, "generate")
         if stop:
@@ -729,14 +745,19 @@ def run(args, result: dict) -> dict:
         if free_now is not None and cpu_est["total_bytes"] > free_now:
             result["cpu_compare_skipped"] = (f"a float32 copy needs {cpu_est['total_bytes'] / GIB:.2f} GiB, "
                                              f"host has {free_now / GIB:.2f} GiB available")
+        elif _time_left(args) < 30:
+            result["cpu_compare_skipped"] = f"only {_time_left(args):.0f} s left of the time limit"
         else:
             progress("comparing with the CPU")
             try:
                 cpu_model = load_model(model_dir, "cpu", "float32", None)
                 cpu_inputs = {k: v.to("cpu") for k, v in inputs.items()}
-                timed_generate(cpu_model, cpu_inputs, args.max_new_tokens, "cpu", report_progress=False)
-                cg = timed_generate(cpu_model, cpu_inputs, args.max_new_tokens, "cpu", report_progress=False)
+                timed_generate(cpu_model, cpu_inputs, args.max_new_tokens, "cpu", report_progress=False,
+                               max_time=_time_left(args) * 0.4)
+                cg = timed_generate(cpu_model, cpu_inputs, args.max_new_tokens, "cpu", report_progress=False,
+                                    max_time=_time_left(args) * 0.7)
                 del cpu_model
+                result["cpu_new_tokens"] = cg["new_tokens"]
                 result["cpu_tokens_per_s"] = cg["tokens_per_s"]
                 result["cpu_ttft_s"] = cg["ttft_s"]
                 result["gpu_vs_cpu_ratio"] = g["tokens_per_s"] / cg["tokens_per_s"]
@@ -766,6 +787,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-compare-cpu", dest="compare_cpu", action="store_false")
     ap.add_argument("--force-load", action="store_true")
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--time-budget", type=float, default=3600.0,
+                    help="the parent's time limit: long generations are cut short to report before it")
     ap.add_argument("--build-only", action="store_true", help="build the built-in model and stop")
     args = ap.parse_args(argv)
     global _out
