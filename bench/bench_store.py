@@ -178,7 +178,10 @@ def render(results: list[dict[str, Any]], env: str) -> str:
     lines = ["## Sessions store", "",
              "Produced by `bench/bench_store.py` (" + env + "). Times in milliseconds, median and 95th percentile "
              "of 20-30 runs through the public `Store` API; every list/search includes the total count. "
-             f"The list page target is {LIST_LIMIT_MS:.0f} ms at 100,000 sessions.", ""]
+             f"The list page target is {LIST_LIMIT_MS:.0f} ms at 100,000 sessions. "
+             "The 2-core machine is shared with other work, so p95 values swing; compare medians. "
+             "SQLite search finds rare words through an FTS5 trigram table and common words by an ordered "
+             "scan; PostgreSQL uses a pg_trgm GIN index.", ""]
     backends = sorted({r["backend"] for r in results})
     for b in backends:
         rs = [r for r in results if r["backend"] == b]

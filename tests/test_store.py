@@ -41,7 +41,14 @@ def test_save_get_round_trip(store: Store) -> None:
     assert sid == rep["session_id"], "a fresh UUID4 from the report is kept"
     got = store.get(sid)
     want = redact_report(rep)
+    redactions = got.pop("redactions")
     assert got == want
+    assert {r["kind"] for r in redactions} >= {"secret-variable", "github-token", "url-password"}
+    assert all(set(r) == {"placeholder", "kind", "where"} for r in redactions)
+    got["redactions"] = redactions
+    prev = store.share_preview(sid, mask_identity=True)
+    assert prev["redacted_at_save"] == redactions and prev["replacements"] == []
+    assert prev["report"]["host"] == "<HOST>" and prev["identity"]["<HOST>"] >= 1
     assert store.get_json(sid) == dumps(got), "stored JSON is the canonical form, byte for byte"
     # child tables hold the broken-out data
     with store.engine.connect() as conn:

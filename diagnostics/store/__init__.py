@@ -30,7 +30,7 @@ from sqlalchemy import text as sql_text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import StaticPool
 
-from ..redact import redact_report, redact_text
+from ..redact import preview_report, redact_report, redact_text
 from .bundle import BundleError, build_bundle, parse_bundle, render_html, render_markdown, validate_report
 from .models import (STATUSES, DiagnosisRow, FactRow, GenerationRow, NoteRow, ProbeResultRow, ReportRow,
                      SessionRow, metadata)
@@ -284,7 +284,7 @@ class Store:
         The report's own ``session_id`` is kept when it is a UUID4 not yet in the database; otherwise a new
         random UUID4 is given. A killed save leaves nothing behind (the transaction never commits)."""
         validate_report(report, where="report")
-        red = redact_report(report, mask_identity=mask_identity)
+        red = _redact_noting(report, mask_identity)
         if not red.get("created_at"):
             red["created_at"] = utcnow().isoformat(timespec="seconds") + "Z"
         want = red.get("session_id")
@@ -539,6 +539,15 @@ class Store:
         session = redact_report(self.get(sid), mask_identity=mask_identity)
         return build_bundle(session)
 
+    def share_preview(self, sid: str, mask_identity: bool = False) -> dict[str, Any]:
+        """What an export would share, for the UI to show before sharing: {"report": what leaves the machine,
+        "redacted_at_save": secrets removed when the session was saved (kind and place, never the value),
+        "replacements": anything more removed now, "identity": host/user occurrences masked}."""
+        report = self.get(sid)
+        prev = preview_report(report, mask_identity=mask_identity)
+        prev["redacted_at_save"] = list(report.get("redactions") or [])
+        return prev
+
     def export_markdown(self, sid: str, mask_identity: bool = False) -> str:
         return render_markdown(redact_report(self.get(sid), mask_identity=mask_identity))
 
@@ -555,7 +564,7 @@ class Store:
         The session keeps its id when that id is free; the same session imported twice is stored once
         ("existing": true); a different session carrying a taken id gets a new id (noted in warnings)."""
         session, warnings = parse_bundle(data)
-        red = redact_report(session)
+        red = _redact_noting(session, False)
         want = red.get("session_id")
 
         def tx(conn: Any) -> dict[str, Any]:
@@ -587,10 +596,14 @@ class Store:
         new = _rediagnose(json.loads(json.dumps(old)))
         if not isinstance(new, dict):
             raise StoreError("service.rediagnose returned no report")
-        new = redact_report(new)
+        new = _redact_noting(new, False)
         new["session_id"] = sid
         diff = compare_reports(old, new)
-        changed = bool(diff["appeared"] or diff["disappeared"]) or dumps(old) != dumps(new)
+
+        def findings(r: dict[str, Any]) -> str:
+            return dumps([r.get("diagnoses"), r.get("not_ruled_out"), r.get("kb_version")])
+
+        changed = findings(old) != findings(new)
 
         def tx(conn: Any) -> None:
             if conn.execute(select(S.c.id).where(S.c.id == sid)).first() is None:
@@ -638,6 +651,18 @@ class Store:
                     errors[sid] = f"{type(e).__name__}: {e}"
             last = ids[-1]
         return {"rediagnosed": done, "changed": changed, "errors": errors}
+
+
+def _redact_noting(report: dict[str, Any], mask_identity: bool) -> dict[str, Any]:
+    """Redact *report* and list what was removed under "redactions" (placeholder, kind, where; never the value),
+    keeping the list a report already carries, so support can see that a token was there."""
+    prev = preview_report(report, mask_identity=mask_identity)
+    red = prev["report"]
+    if prev["replacements"]:
+        seen = list(red.get("redactions") or []) if isinstance(red.get("redactions"), list) else []
+        red["redactions"] = seen + [{"placeholder": r["placeholder"], "kind": r["kind"], "where": r["where"]}
+                                    for r in prev["replacements"]]
+    return red
 
 
 def _diag_key(d: dict[str, Any]) -> str:
