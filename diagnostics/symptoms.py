@@ -5,9 +5,9 @@ see ("显存不足", "生成非常慢", "torch.cuda.is_available() 返回 False"
 such descriptions to KB ids through a declarative lexicon, ``diagnostics/i18n/symptoms.yaml``.
 
 Matching is linear in the text: the text is normalised (NFKC folds full-width characters to half-width, case
-folding, whitespace collapsed, spaces next to CJK characters dropped, a few traditional characters mapped to
-simplified) and every phrase of the lexicon, escaped as a literal, is found in one RE2 set pass per chunk.
-No phrase can make matching slow, however the lexicon grows.
+folding, whitespace collapsed, spaces next to CJK characters dropped) and every phrase of the lexicon, escaped
+as a literal and also spelled in traditional characters, is found in one RE2 set pass per chunk.  No phrase
+can make matching slow, however the lexicon grows.
 
     match_symptoms("显存不足，一加载模型就报错")
     -> [{"id": "hip-out-of-memory", "score": 0.8, "phrase": "显存不足"}, ...]
@@ -35,11 +35,10 @@ SYMPTOM_CONFIDENCE_CAP = 0.6  # a description alone never outranks a log line or
 # CJK ideographs, CJK punctuation and full-width forms (after NFKC most full-width forms are ASCII already)
 _CJK = "\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
 _WS = re.compile(r"\s+")
-_SPACE_NEAR_CJK = re.compile(rf"(?<=[{_CJK}]) | (?=[{_CJK}])")
 _WORD = re.compile(r"[0-9a-z_]")
 
-# traditional -> simplified for the characters the lexicon uses most (users in TW/HK paste these)
-_T2S = str.maketrans({k: v for k, v in {
+# traditional <-> simplified for the characters the lexicon uses most (users in TW/HK write these)
+_T2S_MAP_SRC = {k: v for k, v in {
     "顯": "显", "記": "记", "憶": "忆", "體": "体", "驅": "驱", "動": "动", "載": "载", "權": "权", "訪": "访",
     "問": "问", "檢": "检", "測": "测", "識": "识", "別": "别", "無": "无", "沒": "没", "會": "会", "運": "运",
     "與": "与", "組": "组", "裝": "装", "錯": "错", "誤": "误", "為": "为", "開": "开", "啟": "启", "時": "时",
@@ -49,20 +48,28 @@ _T2S = str.maketrans({k: v for k, v in {
     "歸": "归", "殺": "杀", "編": "编", "譯": "译", "讀": "读", "寫": "写", "離": "离", "線": "线", "層": "层",
     "過": "过", "較": "较", "級": "级", "發": "发", "現": "现", "將": "将", "從": "从", "來": "来", "產": "产",
     "進": "进", "斷": "断", "狀": "状", "態": "态", "統": "统", "輸": "输", "認": "认", "證": "证", "簽": "签",
-    "錄": "录", "溢": "溢", "佔": "占", "記憶體": "内存",
-}.items() if len(k) == 1})
+    "錄": "录", "佔": "占",
+}.items() if len(k) == 1}
+
+
+# simplified -> traditional, to add a traditional spelling of every lexicon phrase (cheaper than converting text)
+_S2T = str.maketrans({v: k for k, v in _T2S_MAP_SRC.items() if v != k})
+_ANY_CJK = re.compile(rf"[{_CJK}]")
+# a space with a CJK character on either side; starts with a literal space so the scan skips to spaces fast
+_SPACE_NEAR_CJK = re.compile(rf" (?:(?=[{_CJK}])|(?<=[{_CJK}] ))")
 
 
 def normalize(text: str) -> str:
-    """Fold a description for matching: NFKC (full-width -> half-width), traditional -> simplified for common
-    characters, case folding, whitespace runs -> one space, no space next to a CJK character.
+    """Fold a description for matching: NFKC (full-width -> half-width), case folding, whitespace runs -> one
+    space, no space next to a CJK character.  (Traditional characters are handled by the lexicon, which also
+    carries a traditional spelling of each phrase.)
 
-    Every step is a single linear pass (the lookarounds are one character wide)."""
+    Every step is a single linear pass; the CJK step only runs when CJK characters occur."""
     t = unicodedata.normalize("NFKC", text)
-    t = t.translate(_T2S).casefold()
-    t = _WS.sub(" ", t)
-    t = _SPACE_NEAR_CJK.sub("", t)
-    return t.strip()
+    t = " ".join(t.casefold().split())
+    if _ANY_CJK.search(t):
+        t = _SPACE_NEAR_CJK.sub("", t)
+    return t
 
 
 @dataclass(frozen=True)
@@ -159,6 +166,17 @@ def build_lexicon(data: dict[str, Any]) -> Lexicon:
                     idx.append(index[pat])
                 text = " … ".join(str(p) for p in parts)
                 phrases.append(Phrase(name, text, tuple(idx)))
+                # the same phrase in traditional characters ("顯存不足" for "显存不足")
+                trad = [normalize(str(p)).translate(_S2T) for p in parts]
+                if trad != [normalize(str(p)) for p in parts]:
+                    tidx = []
+                    for n in trad:
+                        pat = _literal(n)
+                        if pat not in index:
+                            index[pat] = len(patterns)
+                            patterns.append(pat)
+                        tidx.append(index[pat])
+                    phrases.append(Phrase(name, text, tuple(tidx)))
     return Lexicon(phrases, patterns, weights, frozenset(topics), frozenset(weak)).compile()
 
 

@@ -124,7 +124,8 @@ def test_english_words_match_whole_words_only():
 def test_normalisation():
     assert normalize("ＧＰＵ　不　可用") == "gpu不可用"
     assert normalize("torch.cuda.is_available()  返回\tFalse") == "torch.cuda.is_available()返回false"
-    assert normalize("顯存不足") == "显存不足"
+    assert match_symptoms("顯存不足")[0]["phrase"] == "显存不足"     # traditional spelling of a lexicon phrase
+    assert match_symptoms("沒有權限訪問 /dev/kfd")[0]["id"] == "user-not-in-render-video-group"
     assert normalize("Out  Of\nMemory") == "out of memory"
 
 
