@@ -270,7 +270,8 @@ def merge_symptoms(result: dict[str, Any], text: str, kb: Any, *, source: str = 
     With *prose_only* (the default) only :func:`prose_lines` of *text* are read, so a pasted log is left to the
     KB's patterns and only what the user wrote around it counts as a description.
 
-    * an entry that already fired keeps its confidence and gains the phrase as evidence;
+    * an entry that already fired keeps its confidence and gains the phrase as evidence, and that phrase then
+      suggests no other entry (it is explained);
     * an entry that did not fire is added when its score reaches *min_score* (at most *limit* of them), with
       ``confidence = score * SYMPTOM_CONFIDENCE_CAP`` and ``"from_description": True``, so a description alone
       ranks below what logs or facts prove; benign entries are never added from a description;
@@ -285,6 +286,8 @@ def merge_symptoms(result: dict[str, Any], text: str, kb: Any, *, source: str = 
     by_id = {e.id: e for e in getattr(kb, "entries", kb)}
     diags = result.setdefault("diagnoses", [])
     fired = {d["id"]: d for d in diags}
+    # a phrase that an entry proven by logs or facts already accounts for suggests nothing further
+    explained = {h["phrase"] for h in hints if h["id"] in fired}
     added = 0
     for h in hints:
         ev = {"source": source, "kind": "symptom", "excerpt": h["phrase"], "score": h["score"]}
@@ -292,7 +295,7 @@ def merge_symptoms(result: dict[str, Any], text: str, kb: Any, *, source: str = 
             fired[h["id"]].setdefault("evidence", []).append(ev)
             continue
         e = by_id.get(h["id"])
-        if e is None or e.benign or h["score"] < min_score or added >= limit:
+        if e is None or e.benign or h["score"] < min_score or added >= limit or h["phrase"] in explained:
             continue
         d = diagnosis_dict(e, h["score"] * SYMPTOM_CONFIDENCE_CAP, [ev])
         d["from_description"] = True

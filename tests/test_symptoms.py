@@ -279,3 +279,16 @@ def test_merging_into_pasted_logs_keeps_the_eval_bar():
         if first(res) == case["expected"]:
             assert first(merged) == case["expected"], path
     assert top1_after >= top1_before
+
+
+def test_a_phrase_explained_by_a_proven_entry_suggests_nothing_else():
+    from diagnostics.service import diagnose_text
+
+    kb = load_kb()
+    text = "rocminfo 提示 Unable to open /dev/kfd read-write: Permission denied，用 sudo 就可以\n生成非常慢"
+    res = merge_symptoms(diagnose_text(logs=[("描述", text)]), text, kb)
+    ids = [d["id"] for d in res["diagnoses"]]
+    assert ids[0] == "user-not-in-render-video-group"
+    assert any(ev.get("kind") == "symptom" for ev in res["diagnoses"][0]["evidence"])
+    assert "model-offloaded-to-cpu-slow" in ids              # a second, unexplained symptom still counts
+    assert "container-render-gid-mismatch" not in ids         # same phrase, already explained
