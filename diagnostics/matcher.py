@@ -45,6 +45,10 @@ def clean_log(text: str) -> str:
         text = text.replace("\x00", "")
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates (from JSON escapes): RE2 only takes valid UTF-8
+        text = text.encode("utf-8", "replace").decode("utf-8")
     return text
 
 

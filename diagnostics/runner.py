@@ -278,6 +278,18 @@ def emit(record: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+def _no_surrogates(o: Any) -> Any:
+    """JSON escapes like \\udcff decode to lone surrogates, which no UTF-8 writer (RE2, stdout, the store)
+    accepts: replace them, recursively."""
+    if isinstance(o, str):
+        return o.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(o, list):
+        return [_no_surrogates(x) for x in o]
+    if isinstance(o, dict):
+        return {_no_surrogates(k): _no_surrogates(v) for k, v in o.items()}
+    return o
+
+
 def parse_record(line: str) -> dict[str, Any] | None:
     if not line.startswith(DIAG_PREFIX):
         return None
@@ -285,7 +297,11 @@ def parse_record(line: str) -> dict[str, Any] | None:
         rec = json.loads(line[len(DIAG_PREFIX):])
     except ValueError:
         return None
-    return rec if isinstance(rec, dict) else None
+    if not isinstance(rec, dict):
+        return None
+    if "\\ud" in line.lower():  # a surrogate escape (a non-UTF-8 path or message in the child)
+        rec = _no_surrogates(rec)
+    return rec
 
 
 @dataclass

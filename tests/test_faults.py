@@ -177,6 +177,21 @@ cuda = types.SimpleNamespace(is_available=lambda: False, get_arch_list=lambda: [
 """
 
 
+# the import error names a file whose bytes are not UTF-8 (Python shows them as surrogate escapes): the JSON
+# protocol carries "\\udcff", which crashed the whole run in the matcher (RE2 takes only valid UTF-8)
+NON_UTF8_IMPORT_ERROR = """
+raise ImportError("libamdhip64.so.6: cannot open shared object file: No such file or directory: /opt/r\\udcffcm")
+"""
+
+
+def test_import_error_with_non_utf8_bytes_is_reported(box, tmp_path):
+    fake = make_fake_torch(tmp_path / "fake", NON_UTF8_IMPORT_ERROR)
+    p, _ = box.cli(["run", "--json", "--no-generate", "--timeout", "20"], extra={"PYTHONPATH": str(fake)})
+    rep = report_of(p)
+    assert "cannot open shared object file" in rep["facts"]["torch.import_error"]
+    assert "rocm-shared-library-not-found" in [d["id"] for d in rep["diagnoses"]]
+
+
 @pytest.mark.parametrize("name,body,timeout,budget,status", [
     ("segfault on import", SEGFAULT, 20, 40, "crashed"),
     ("hang on import", HANG, 4, 25, "timeout"),
