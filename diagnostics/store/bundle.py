@@ -193,6 +193,12 @@ def render_markdown(report: dict[str, Any]) -> str:
             f = _fence(gen["text"])
             out += ["", f + "text", gen["text"], f]
         out.append("")
+    reds = [r for r in report.get("redactions") or [] if isinstance(r, dict)]
+    if reds:
+        out += ["## Removed before saving", "", "| placeholder | kind | where |", "|---|---|---|"]
+        out += [f"| {_cell(r.get('placeholder', ''))} | {_cell(r.get('kind', ''))} | "
+                f"{_cell(', '.join(map(str, r.get('where') or [])))} |" for r in reds]
+        out.append("")
     for lg in report.get("logs") or []:
         if isinstance(lg, dict):
             text = str(lg.get("text", ""))
