@@ -22,6 +22,12 @@ def _problems(diagnoses: list[dict[str, Any]]) -> bool:
     return any(not d.get("benign") and d.get("severity") in ("critical", "error", "warning") for d in diagnoses)
 
 
+def _lang(args: argparse.Namespace) -> str:
+    from .i18n import pick_language
+
+    return pick_language(setting=getattr(args, "lang", None))
+
+
 def _read_inputs(paths: list[str] | None) -> tuple[list[tuple[str, str]], list[str]]:
     from .service import read_text_file
 
@@ -49,6 +55,10 @@ def cmd_kb_lint(args: argparse.Namespace) -> int:
     if kb.errors:
         print(f"{len(kb.errors)} problem(s); {n} entr{'y' if n == 1 else 'ies'} loaded", file=sys.stderr)
         return 1
+    from .i18n import translation_warnings
+
+    for w in translation_warnings(kb):  # missing or stale translations: warnings, not failures
+        print(w)
     print(f"ok: {n} entries, no problems")
     return 0
 
@@ -144,7 +154,7 @@ def cmd_match(args: argparse.Namespace) -> int:
             facts = facts["facts"]  # accept a whole `run --json` or `parse --json` output
         if not isinstance(facts, dict):
             raise ToolError("--facts must hold a JSON object of fact names to values")
-    if not logs and not dumps and not facts:
+    if not logs and not dumps and not facts and not args.describe:
         if sys.stdin is not None and not sys.stdin.isatty():
             data = sys.stdin.buffer.read(64 * 1024 * 1024)
             from .service import decode_text
@@ -152,14 +162,20 @@ def cmd_match(args: argparse.Namespace) -> int:
             logs = [("stdin", decode_text(data, "stdin", notes1))]
         else:
             raise ToolError("nothing to match: give --log FILE, --dump FILE or --facts FILE (or pipe a log on stdin)")
-    res = diagnose_text(logs=logs, dumps=dumps, facts=facts)
+    res = diagnose_text(logs=logs, dumps=dumps, facts=facts, description=args.describe)
     res["notes"] = notes1 + notes2 + res["notes"]
+    lang = _lang(args)
+    if lang != "en":
+        from .i18n import localize_diagnoses
+        from .service import get_kb
+
+        res["diagnoses"] = localize_diagnoses(res["diagnoses"], get_kb()[0], lang)
     if args.json:
         _print_json(res)
     else:
         from .report import render_match
 
-        print(render_match(res))
+        print(render_match(res, lang))
     return EXIT_PROBLEMS if _problems(res["diagnoses"]) else EXIT_OK
 
 
@@ -185,6 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--log", action="append", metavar="FILE")
     sp.add_argument("--dump", action="append", metavar="FILE")
     sp.add_argument("--facts", metavar="FILE")
+    sp.add_argument("--describe", metavar="TEXT", help="the symptom in your own words (English or Chinese)")
+    sp.add_argument("--lang", choices=["en", "zh"], help="language of the report (default: from the locale)")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_match)
 

@@ -43,12 +43,20 @@ def cmd_run(args: argparse.Namespace) -> int:
             report["saved"] = {"id": sid, "db": store.display_url() if hasattr(store, "display_url") else "database"}
         except Exception as exc:  # a storage failure must not lose the diagnosis itself
             report["saved"] = {"error": f"{type(exc).__name__}: {exc}"}
+    from .cli import _lang
+
+    lang = _lang(args)
     if args.json:
         _print_json(report)
     else:
         from .report import render_report
 
-        print(render_report(report))
+        shown = report
+        if lang != "en":
+            from .i18n import localize_diagnoses
+
+            shown = dict(report, diagnoses=localize_diagnoses(report["diagnoses"], service.get_kb()[0], lang))
+        print(render_report(shown, lang))
         if report.get("saved"):
             s = report["saved"]
             print(f"Saved as session {s['id']}" if "id" in s else f"Could not save the session: {s['error']}")
@@ -69,6 +77,7 @@ def register_cli(sub: Any) -> None:
     sp.add_argument("--timeout", type=float, metavar="S", help="time limit of each GPU probe in seconds")
     sp.add_argument("--log", action="append", metavar="FILE", help="also match this log (repeatable)")
     sp.add_argument("--root", default="/", help=argparse.SUPPRESS)
+    sp.add_argument("--lang", choices=["en", "zh"], help="language of the report (default: from the locale)")
     sp.add_argument("--quiet", action="store_true", help="no progress on stderr")
     sp.add_argument("--progress", action="store_true", help="progress on stderr even when not a terminal")
     sp.set_defaults(func=cmd_run)

@@ -93,7 +93,7 @@ def parse_dumps(dumps: Iterable[tuple[str, str]], kind: str = "auto") -> tuple[d
 
 def diagnose_text(logs: Iterable[tuple[str, str]] = (), dumps: Iterable[tuple[str, str]] = (),
                   facts: dict[str, Any] | None = None, kb_dir: str | None = None,
-                  detect_dumps_in_logs: bool = True) -> dict[str, Any]:
+                  detect_dumps_in_logs: bool = True, description: str | None = None) -> dict[str, Any]:
     """Diagnose from text alone: error logs, dumps (parsed for facts) and/or facts.
 
     Logs that turn out to be a known tool's output (a pasted rocminfo, say) are parsed for facts too.
@@ -116,6 +116,12 @@ def diagnose_text(logs: Iterable[tuple[str, str]] = (), dumps: Iterable[tuple[st
     sources = {k: "dump" for k in dump_facts}
     sources.update({k: "facts" for k in given})
     result = matcher.match(all_facts, texts, fact_sources=sources)
+    # what the user wrote in their own words (English or Chinese) around the pasted output, and a description
+    from .symptoms import merge_symptoms
+
+    merge_symptoms(result, "\n".join(t for _, t in logs), kb)
+    if description and description.strip():
+        merge_symptoms(result, description, kb, prose_only=False)
     result["facts"] = all_facts
     result["parsed"] = parsed
     result["notes"] = [f"ignored fact: {p}" for p in problems]
