@@ -97,7 +97,7 @@ def test_bundle_shape_and_reports(db_url: str) -> None:  # noqa: F811
     assert b["sha256"] == sha256_of({k: v for k, v in b.items() if k != "sha256"})
     assert b["session"] == store.get(sid)
     assert "# GPU doctor session" in b["report_markdown"] and "hip-no-binary-for-gpu" in b["report_markdown"]
-    assert "## Removed before saving" in b["report_markdown"] and "logs[0].text" in b["report_markdown"]
+    assert "## Removed before saving" in b["report_markdown"] and "| github-token |" in b["report_markdown"]
     assert b["report_html"].startswith("<!doctype html>") and "<table>" in b["report_html"]
     masked = json.loads(store.export_bundle(sid, mask_identity=True))["session"]
     assert masked["host"] == "<HOST>" and "alice" not in json.dumps(masked)
