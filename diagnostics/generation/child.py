@@ -526,7 +526,7 @@ def load_model(model_dir: str, device: str, dtype_name: str, device_map: str | N
     import torch
     from transformers import AutoModelForCausalLM
     dtype = getattr(torch, dtype_name)
-    kw = dict(dtype=dtype, local_files_only=True)
+    kw = {_dtype_kwarg(): dtype, "local_files_only": True}
     accelerate = _has_accelerate()
     if device_map:
         kw["device_map"] = device_map
@@ -541,6 +541,16 @@ def load_model(model_dir: str, device: str, dtype_name: str, device_map: str | N
         model = model.to("cuda")
     model.eval()
     return model
+
+
+def _dtype_kwarg() -> str:
+    """transformers 4.56 renamed from_pretrained's torch_dtype= to dtype= (huggingface/transformers#39782)."""
+    import transformers
+    try:
+        major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    except ValueError:
+        return "dtype"
+    return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
 
 
 _START = time.monotonic()
