@@ -66,8 +66,9 @@ def _compare(sid: str) -> None:
         return
     a, b = sorted([sid, other], key=lambda i: store.info(i)["created_at"] or "")
     diff = store.compare(a, b)
-    st.caption(f"From {a[:8]} (before) to {b[:8]} (after): verdict {diff['verdict']['before']} → "
-               f"{diff['verdict']['after']}")
+    st.caption(f"From {a[:8]} (before) to {b[:8]} (after): "
+               f"{render.VERDICT_WORD.get(diff['verdict']['before'], diff['verdict']['before'])} → "
+               f"{render.VERDICT_WORD.get(diff['verdict']['after'], diff['verdict']['after'])}")
     c1, c2, c3 = st.columns(3)
     for col, key, title in ((c1, "appeared", ":red[:material/add_circle:] New"), (c2, "disappeared", ":green[:material/check_circle:] Gone"),
                             (c3, "unchanged", ":gray[:material/drag_handle:] Still there")):

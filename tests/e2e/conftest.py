@@ -126,6 +126,9 @@ def wait_app(page, settle_ms: int = 600) -> None:
     page.wait_for_selector('[data-testid="stApp"]')
     page.wait_for_function("() => { const w = document.querySelector('[data-testid=\"stStatusWidget\"]');"
                            " return !w || !/Running|Stop/.test(w.innerText); }", timeout=60_000)
+    # lazily loaded elements (data grids, charts) show a skeleton first
+    page.wait_for_function("() => !document.querySelector('[data-testid=stSkeleton], [data-testid=stSkeletonElement]')",
+                           timeout=30_000)
     last, stable = None, 0
     for _ in range(100):
         size = page.evaluate("() => document.body.innerText.length")

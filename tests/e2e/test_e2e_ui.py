@@ -157,7 +157,73 @@ def test_the_app_process_never_imports_torch(server, page):
 
 
 def test_sessions_list(server, page):
+    server.store().save(pasted("torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.25 GiB"))
     page.goto(server.url + "/sessions")
     wait_app(page)
     page.get_by_role("heading", name="Saved sessions").wait_for()
+    page.locator('[data-testid="stDataFrame"]').first.wait_for()
+    wait_app(page)
     shot(page, "09-sessions")
+
+
+def pasted(text: str) -> dict:
+    from diagnostics import service
+
+    res = service.diagnose_text(logs=[("log", text)])
+    rep = service.new_report("pasted")
+    rep.update({k: res[k] for k in ("facts", "diagnoses", "not_ruled_out", "kb_version")})
+    rep["logs"] = [{"name": "log", "text": text}]
+    return rep
+
+
+def test_import_a_bundle_then_compare(server, page, tmp_path):
+    from diagnostics.store import Store
+
+    elsewhere = Store(f"sqlite:///{tmp_path / 'elsewhere.db'}")
+    sid = elsewhere.save(pasted("torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.25 GiB. GPU 0 has "
+                                "a total capacity of 7.98 GiB of which 1.45 GiB is free."))
+    bundle = tmp_path / "bundle.json"
+    bundle.write_bytes(elsewhere.export_bundle(sid))
+    elsewhere.close()
+    before = server.store().save(pasted('"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"'))
+    page.goto(server.url + "/sessions")
+    wait_app(page)
+    page.get_by_text("Import a bundle someone sent you").click()
+    page.locator('[data-testid="stFileUploader"] input[type=file]').set_input_files(str(bundle))
+    page.get_by_role("button", name="Import", exact=True).click()
+    page.get_by_text("Imported.").wait_for()
+    page.get_by_role("button", name="Open it").click()
+    page.get_by_role("heading", name=f"Session {sid[:8]}").wait_for()
+    assert server.store().info(sid)["imported"]
+    page.get_by_role("tab", name="Compare").click()
+    page.get_by_role("combobox", name="Earlier or later session").click()
+    page.get_by_role("option", name=re.compile(before[:8])).click()
+    page.get_by_text(re.compile(r"Gone$")).first.wait_for()
+    page.get_by_text("The GPU ran out of memory").locator("visible=true").first.wait_for()  # gone in the later session
+    page.get_by_text("The torch build has no GPU code").locator("visible=true").first.wait_for()  # new in it
+    wait_app(page)
+    shot(page, "10-session-compare")
+
+
+def test_keyboard_only(server, page):
+    """Reach the paste box, fill it and run the diagnosis with the keyboard alone."""
+    page.goto(server.url + "/")
+    wait_app(page)
+
+    def tab_to(js_pred: str, limit: int = 60) -> None:
+        for _ in range(limit):
+            page.keyboard.press("Tab")
+            if page.evaluate(f"() => {{ const e = document.activeElement; return !!e && ({js_pred}); }}"):
+                return
+        raise AssertionError(f"Tab never reached: {js_pred}")
+
+    tab_to("e.getAttribute('role') === 'tab'")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")
+    tab_to("e.tagName === 'TEXTAREA' && e.getAttribute('aria-label') === 'Logs or dumps'")
+    page.keyboard.insert_text("RuntimeError: HIP error: invalid device function\n")
+    page.keyboard.press("Control+Enter")
+    tab_to("e.tagName === 'BUTTON' && e.innerText.includes('Diagnose the pasted text')")
+    page.keyboard.press("Enter")
+    page.get_by_text("Likely causes, most likely first").wait_for(timeout=60_000)
+    page.get_by_text("A GPU kernel is missing for this gfx target").first.wait_for()
