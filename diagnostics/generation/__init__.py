@@ -217,7 +217,7 @@ def assemble(records: list[dict[str, Any]], res: ChildResult, *, requested_devic
         if out.get("target_device") == "cuda" and facts.get("gen.device") == "cpu":
             warnings.append("a GPU was requested but the model ran on the CPU")
         if facts.get("gen.estimate_exceeds_vram") or facts.get("gen.estimate_exceeds_host"):
-            warnings.append("the memory estimate exceeded the free memory, yet it was loaded (--force-load)")
+            warnings.append("the memory estimate exceeded the free memory, yet it was loaded (--device-map or --force-load)")
         if warnings:
             status = "warn"
     out["status"] = status
