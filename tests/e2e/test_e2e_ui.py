@@ -210,12 +210,13 @@ def test_keyboard_only(server, page):
     page.goto(server.url + "/")
     wait_app(page)
 
-    def tab_to(js_pred: str, limit: int = 60) -> None:
+    def tab_to(js_pred: str, limit: int = 150) -> None:
         for _ in range(limit):
             page.keyboard.press("Tab")
             if page.evaluate(f"() => {{ const e = document.activeElement; return !!e && ({js_pred}); }}"):
                 return
-        raise AssertionError(f"Tab never reached: {js_pred}")
+        where = page.evaluate("() => document.activeElement && document.activeElement.outerHTML.slice(0, 200)")
+        raise AssertionError(f"Tab never reached: {js_pred}; focus is on {where}")
 
     tab_to("e.getAttribute('role') === 'tab'")
     page.keyboard.press("ArrowRight")
@@ -223,6 +224,7 @@ def test_keyboard_only(server, page):
     tab_to("e.tagName === 'TEXTAREA' && e.getAttribute('aria-label') === 'Logs or dumps'")
     page.keyboard.insert_text("RuntimeError: HIP error: invalid device function\n")
     page.keyboard.press("Control+Enter")
+    wait_app(page)
     tab_to("e.tagName === 'BUTTON' && e.innerText.includes('Diagnose the pasted text')")
     page.keyboard.press("Enter")
     page.get_by_text("Likely causes, most likely first").wait_for(timeout=60_000)
