@@ -34,10 +34,14 @@ def store(temp_db):
     s.close()
 
 
-def wait_for(at, key, limit=120):
+def wait_for(at, key, limit=120, seen=None):
+    """Rerun until *key* is in the session state; *seen* collects the progress boards shown meanwhile."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < limit:
         at.run()
+        if seen is not None:
+            seen.extend(m.value for m in at.markdown if m.value.startswith("| | Check | Result"))
+            seen.extend(i.value for i in at.info if "Diagnosis running" in i.value)
         if key in at.session_state:
             return True
         time.sleep(0.3)
@@ -90,8 +94,11 @@ def test_diagnose_page_runs_and_shows_result():
     assert not at.exception
     assert at.title[0].value == "Diagnose a GPU machine-learning setup"
     at.button[0].click().run()
-    assert wait_for(at, "report")
+    seen: list[str] = []
+    assert wait_for(at, "report", seen=seen)
     assert not at.exception
+    # live progress was on screen while the probes ran: which check runs, which finished
+    assert any("Diagnosis running" in s for s in seen) and any("running" in s for s in seen)
     rep = at.session_state["report"]
     assert rep["probes"] and "diagnoses" in rep
     labels = [e.label for e in at.expander]
