@@ -98,7 +98,14 @@ with right:
         if store is None:
             st.caption("The session database is not available.")
         else:
-            hits, seen = kbtools.sessions_matching(e, store, limit=MATCH_LIMIT)
+            # the same text against the same set of sessions gives the same answer: reuse it between reruns
+            key = (text, store.count(), recent[0]["updated_at"] if recent else None)
+            cached = st.session_state.get("_matches")
+            if cached and cached[0] == key:
+                hits, seen = cached[1]
+            else:
+                hits, seen = kbtools.sessions_matching(e, store, limit=MATCH_LIMIT)
+                st.session_state["_matches"] = (key, (hits, seen))
             if not hits:
                 st.caption(f"None of the {seen} most recent saved sessions.")
             else:
