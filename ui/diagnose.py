@@ -95,9 +95,12 @@ def _progress() -> None:
                 "checks finished.", icon=":material/hourglass_top:")
         if state:
             st.progress(finished / max(1, len(state)))
-        render.status_table([(p["status"], p["title"], p["stage"] if p["status"] == "running" else "",
-                              p["duration_s"] if p["duration_s"] is not None else p.get("elapsed", 0))
-                             for p in state.values()])
+        if state:
+            render.status_table([(p["status"], p["title"], p["stage"] if p["status"] == "running" else "",
+                                  p["duration_s"] if p["duration_s"] is not None else p.get("elapsed", 0))
+                                 for p in state.values()])
+        else:
+            st.caption("Starting the checks…")
         if st.button("Stop", icon=":material/stop_circle:", key="stop"):
             job.cancel.set()
         return
