@@ -404,20 +404,22 @@ class Store:
         with self._read() as conn:
             counts: dict[str, int] = {}
             conds: list[Any] = []
+            fts_exprs: list[str] = []  # when every condition is a text match, the FTS table counts by itself
             scan = False  # a common word is matched by LIKE: counting will read every row anyway
-            only_text = not (host or g or verdict or status or lo or hi)
+            only_fts = not (host or verdict or status or lo or hi)
             for word in words:
-                c, common = self._contains(conn, word, counts)
+                c, common, expr = self._contains(conn, word, counts)
                 scan = scan or common
                 if re.fullmatch(r"[0-9a-f\-]{4,36}", word):
                     c = or_(c, S.c.id.like(f"{_like_escape(word)}%", escape="\\"))
-                    only_text = False
+                    expr = None
                 conds.append(c)
+                fts_exprs.append(expr or "")
             if g:
-                # GPU names are part of search_text: use its index to narrow, then check the GPU column itself
-                c, common = self._contains(conn, g, counts)
+                c, common, expr = self._contains(conn, g, counts, column="gpus")
                 scan = scan or common
-                conds += [c, func.lower(S.c.gpu_names).like(f"%{_like_escape(g)}%", escape="\\")]
+                conds.append(c)
+                fts_exprs.append(expr or "")
             if host:
                 conds.append(S.c.host == host)
             if lo is not None:
@@ -430,9 +432,9 @@ class Store:
                 .order_by(S.c.created_at.desc(), S.c.id.desc()).limit(page_size).offset((page - 1) * page_size)
             rows = conn.execute(q).all()
             total = None
-            if self.dialect == "sqlite" and words and only_text and all(len(w) >= 3 for w in words):
-                # text alone: the FTS table has exactly one row per session, so it can count by itself
-                expr = " AND ".join(_fts_phrase(w) for w in words)
+            if self.dialect == "sqlite" and fts_exprs and only_fts and all(fts_exprs):
+                # the FTS table has exactly one row per session (triggers keep it so): it can count by itself
+                expr = " AND ".join(fts_exprs)
                 total = counts.get(expr)
                 if total is None:
                     total = self._fts_count(conn, expr)
@@ -448,28 +450,31 @@ class Store:
         return int(conn.execute(sql_text("SELECT count(*) FROM sessions_fts WHERE sessions_fts MATCH :q"),
                                 {"q": expr}).scalar_one())
 
-    def _contains(self, conn: Any, word: str, counts: dict[str, int]) -> tuple[Any, bool]:
-        """Condition "sessions.search_text contains *word*" (lowercase), and whether the word is common.
+    def _contains(self, conn: Any, word: str, counts: dict[str, int],
+                  column: str = "search_text") -> tuple[Any, bool, str | None]:
+        """Condition "the session's search text (column="search_text") or GPU names (column="gpus") contain
+        *word*", case-insensitive; whether the word is common; the FTS5 expression for it (SQLite, 3+ chars).
 
         PostgreSQL: LIKE, served by the pg_trgm index. SQLite: a word that few sessions contain is looked up in
         the FTS5 trigram table; a common word uses LIKE, because the newest-first scan then finds a page of
         matches after a few rows, and counting reads the narrow rows in order faster than it could fetch
         thousands of matches one by one."""
-        like = S.c.search_text.like(f"%{_like_escape(word)}%", escape="\\")
+        target = S.c.search_text if column == "search_text" else func.lower(S.c.gpu_names)
+        like = target.like(f"%{_like_escape(word)}%", escape="\\")
         if self.dialect != "sqlite":
-            return like, False
+            return like, False, None
         if len(word) < 3:  # shorter than a trigram: the index cannot help
-            return like, True
-        phrase = _fts_phrase(word)
-        if phrase not in counts:
-            counts[phrase] = self._fts_count(conn, phrase)
-        if counts[phrase] > self.fts_common_limit:
-            return like, True
+            return like, True, None
+        expr = f"{column} : {_fts_phrase(word)}"
+        if expr not in counts:
+            counts[expr] = self._fts_count(conn, expr)
+        if counts[expr] > self.fts_common_limit:
+            return like, True, expr
         self._nparam += 1
         name = f"fts_{self._nparam}"
         sub = sql_text(f"SELECT session_id FROM sessions_fts WHERE sessions_fts MATCH :{name}").bindparams(
-            **{name: phrase}).columns(session_id=S.c.id.type)
-        return S.c.id.in_(sub), False
+            **{name: expr}).columns(session_id=S.c.id.type)
+        return S.c.id.in_(sub), False, expr
 
     def count(self) -> int:
         with self._read() as conn:

@@ -1,7 +1,8 @@
 """v3: fast text search and combined filters.
 
-- SQLite: an FTS5 table with the trigram tokenizer (SQLite >= 3.34) over sessions.search_text, kept in step
-  by triggers; a query word of 3+ characters is looked up there (substring semantics, like LIKE '%word%').
+- SQLite: an FTS5 table with the trigram tokenizer (SQLite >= 3.34) over sessions.search_text and
+  sessions.gpu_names, kept in step by triggers; a query word of 3+ characters is looked up there (substring
+  semantics, like LIKE '%word%').
 - PostgreSQL: a pg_trgm GIN index on sessions.search_text, used by LIKE '%word%' (pg_trgm is a trusted
   extension since PostgreSQL 13; where it cannot be created the index is skipped and search scans).
 - Both: an index on (verdict, status, created_at) for the support queue ("problems, still new").
@@ -19,10 +20,12 @@ depends_on = None
 
 FTS_TRIGGERS = {
     "sessions_fts_ai": "CREATE TRIGGER sessions_fts_ai AFTER INSERT ON sessions BEGIN "
-                       "INSERT INTO sessions_fts (session_id, search_text) VALUES (new.id, new.search_text); END",
-    "sessions_fts_au": "CREATE TRIGGER sessions_fts_au AFTER UPDATE OF search_text ON sessions BEGIN "
+                       "INSERT INTO sessions_fts (session_id, search_text, gpus) "
+                       "VALUES (new.id, new.search_text, new.gpu_names); END",
+    "sessions_fts_au": "CREATE TRIGGER sessions_fts_au AFTER UPDATE OF search_text, gpu_names ON sessions BEGIN "
                        "DELETE FROM sessions_fts WHERE session_id = old.id; "
-                       "INSERT INTO sessions_fts (session_id, search_text) VALUES (new.id, new.search_text); END",
+                       "INSERT INTO sessions_fts (session_id, search_text, gpus) "
+                       "VALUES (new.id, new.search_text, new.gpu_names); END",
     "sessions_fts_ad": "CREATE TRIGGER sessions_fts_ad AFTER DELETE ON sessions BEGIN "
                        "DELETE FROM sessions_fts WHERE session_id = old.id; END",
 }
@@ -32,9 +35,10 @@ def upgrade() -> None:
     op.create_index("ix_sessions_verdict_status_created", "sessions", ["verdict", "status", "created_at"])
     conn = op.get_bind()
     if conn.dialect.name == "sqlite":
-        op.execute("CREATE VIRTUAL TABLE sessions_fts USING fts5(session_id UNINDEXED, search_text, "
+        op.execute("CREATE VIRTUAL TABLE sessions_fts USING fts5(session_id UNINDEXED, search_text, gpus, "
                    "tokenize = 'trigram')")
-        op.execute("INSERT INTO sessions_fts (session_id, search_text) SELECT id, search_text FROM sessions")
+        op.execute("INSERT INTO sessions_fts (session_id, search_text, gpus) "
+                   "SELECT id, search_text, gpu_names FROM sessions")
         for sql in FTS_TRIGGERS.values():
             op.execute(sql)
     elif conn.dialect.name == "postgresql":
