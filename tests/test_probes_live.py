@@ -25,7 +25,7 @@ def test_real_rocminfo_failure_becomes_facts_and_evidence():
 def test_devices_probe_needs_no_root_and_reports_missing_kfd():
     r = run_probe(by_id()["devices"])
     f = r["facts"]
-    assert r["status"] in ("ok", "fail")
+    assert r["status"] in ("ok", "fail", "skipped")
     assert isinstance(f["user.groups"], list)
     if not f["kfd.present"]:
         assert any("/dev/kfd does not exist" in e["excerpt"] for e in r["evidence"])

@@ -59,7 +59,12 @@ def collect(root: str, out: Emitter) -> None:
         out.fact("hip.error", name)
         out.evidence("hip", f"hipGetDeviceCount returned {name} ({rc})")
         out.log("hip runtime", f"hipGetDeviceCount: {name}")
-        out.status("fail", f"the HIP runtime finds no usable device ({name})")
+        from .devices import pci_gpus
+
+        if os.path.isdir("/sys/bus/pci/devices") and not any(v == "amd" for v, _, _ in pci_gpus("/")):
+            out.status("skipped", f"no AMD GPU on this machine: nothing for the HIP runtime to use ({name})")
+        else:
+            out.status("fail", f"the HIP runtime finds no usable device ({name})")
     else:
         out.status("ok", f"the HIP runtime sees {count.value} device(s)")
 

@@ -85,6 +85,8 @@ def collect(root: str, out: Emitter) -> None:
     if version:
         out.fact("rocm.version", version)
     installed = bool(prefixes or dpkg)
+    if installed:  # said now, so it survives a vendor tool that hangs below
+        out.fact("rocm.installed", True)
 
     problems = []
     # rocminfo
