@@ -48,7 +48,8 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.db = f"sqlite:///{tmp / 'sessions.db'}"
         env = dict(os.environ)
-        env.update({"DATABASE_URL": self.db, "PYTHONUNBUFFERED": "1"})
+        # no reload-on-save for a served tool (and no inotify bookkeeping while other tests write files)
+        env.update({"DATABASE_URL": self.db, "PYTHONUNBUFFERED": "1", "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none"})
         self.log = open(tmp / "server.log", "wb")
         self.proc = subprocess.Popen([sys.executable, "-m", "diagnostics", "serve", "--port", str(self.port)],
                                      cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
