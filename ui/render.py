@@ -299,6 +299,10 @@ def report(rep: dict[str, Any], show_headline: bool = True) -> None:
     if parsed:
         st.caption("Read: " + "; ".join(f"{safe.md_inline(p.get('name'))} as {safe.md_inline(p.get('kind'))} "
                                          f"({len(p.get('facts') or {})} facts)" for p in parsed))
+    notes = [str(n) for n in (rep.get("notes") or []) if n]
+    if notes:
+        with st.expander(f"{len(notes)} note(s) about the input", icon=":material/sticky_note_2:"):
+            st.code("\n".join(notes), language=None, wrap_lines=True)
     logs(rep)
     with st.expander(f"All facts ({len(rep.get('facts') or {})})"):
         facts_table(rep.get("facts") or {})
