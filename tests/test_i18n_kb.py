@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,10 @@ from diagnostics.kb import load_kb
 
 KB = load_kb()
 REQUIRED_IDS = [e.id for e in KB.entries]
+_REQ_TEXT = (Path(__file__).parent / "data" / "kb-required-ids.md").read_text()
+# the ids the product promises (shared/kb-required-ids.md): these must always be translated and current;
+# an entry a contributor adds may land with only the lint warning until a maintainer translates it
+PROMISED = {i for i in re.findall(r"^\| ([a-z0-9-]+) \|", _REQ_TEXT, re.M) if i != "id"}
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _CODE = re.compile(r"`([^`\n]+)`")
 
@@ -19,7 +24,7 @@ def test_kb_loads_with_translations():
 
 
 def test_no_missing_or_stale_translation():
-    rows = stale_translations(KB)
+    rows = [r for r in stale_translations(KB) if r[0] in PROMISED]
     assert rows == [], "\n".join(f"{i} {lang}: {r}" for i, lang, r in rows)
 
 
