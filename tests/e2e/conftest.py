@@ -116,23 +116,25 @@ def shot(page, name: str, max_height: int = 4000) -> Path:
                       "[data-testid=stAppViewContainer], [data-testid=stMainBlockContainer]')]"
                       ".map(e => e.scrollHeight), document.body.scrollHeight)")
     page.set_viewport_size({"width": size["width"], "height": int(min(max(h + 120, size["height"]), max_height))})
-    page.wait_for_timeout(1500)
+    page.evaluate("() => document.fonts.ready.then(() => true)")
+    page.wait_for_timeout(2500)  # code blocks and charts paint a moment after a resize
     page.screenshot(path=str(p))
     page.set_viewport_size(size)
     return p
 
 
 def wait_app(page, settle_ms: int = 600) -> None:
-    """Wait until Streamlit has finished running the page script and the page stopped changing."""
-    page.wait_for_selector('[data-testid="stApp"]')
+    """Wait until Streamlit has run the page script, its output is on screen and the page stopped changing."""
+    page.wait_for_selector('[data-testid="stMain"] h1', timeout=60_000)  # every page has a title
     page.wait_for_function("() => { const w = document.querySelector('[data-testid=\"stStatusWidget\"]');"
                            " return !w || !/Running|Stop/.test(w.innerText); }", timeout=60_000)
     # lazily loaded elements (data grids, charts) show a skeleton first
     page.wait_for_function("() => !document.querySelector('[data-testid=stSkeleton], [data-testid=stSkeletonElement]')",
                            timeout=30_000)
     last, stable = None, 0
-    for _ in range(100):
-        size = page.evaluate("() => document.body.innerText.length")
+    for _ in range(150):
+        size = page.evaluate("() => { const m = document.querySelector('[data-testid=stMain]');"
+                             " return m ? m.innerText.length : 0; }")
         stable = stable + 1 if size == last else 0
         if stable * 100 >= settle_ms:
             return
