@@ -406,3 +406,19 @@ def test_token_curve_from_figures():
     assert pts == [(0.0, 0), (0.5, 1), (1.0, 2), (1.5, 3), (2.0, 4)]
     assert token_curve({"new_tokens": 2, "token_times": [0.1, 0.3]}) == [(0.0, 0), (0.1, 1), (0.3, 2)]
     assert token_curve({"new_tokens": None, "ttft_s": 1.0, "tokens_per_s": 3.0}) == []
+
+
+def test_session_exports_and_delete(store):
+    sid = store.save(pasted_report(NO_BINARY + "export HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123456789\n"))
+    at = AppTest.from_file("../ui/sessions.py", default_timeout=30)
+    at.query_params["session"] = sid
+    at.run()
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels == ["Bundle (for another GPU doctor)", "Markdown report", "HTML report"]
+    # what the buttons hand out is the store's export (secrets already redacted at save time)
+    assert b"hf_abcdefghijklmnopqrstuvwxyz0123456789" not in store.export_bundle(sid)
+    at.checkbox(key="delete_sure").check().run()
+    at.button(key="delete").click().run()
+    assert not at.exception
+    assert not store.exists(sid)
+    assert at.title[0].value == "Saved sessions"
