@@ -422,3 +422,20 @@ def test_session_exports_and_delete(store):
     assert not at.exception
     assert not store.exists(sid)
     assert at.title[0].value == "Saved sessions"
+
+
+def test_what_is_removed_before_sharing(store):
+    text = NO_BINARY + "export HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123456789\n"
+    at = AppTest.from_file("../ui/diagnose.py", default_timeout=60).run()
+    at.text_area(key="paste").input(text)
+    at.button(key="diagnose_text").click().run()
+    assert any("What is removed before saving or sharing (1 secret)" in e.label for e in at.expander)
+    df = at.dataframe[0].value
+    assert list(df["where"]) == ["logs[0].text"] and "hf_" not in " ".join(map(str, df.values.ravel()))
+    sid = store.save(at.session_state["report"])
+    at = AppTest.from_file("../ui/sessions.py", default_timeout=30)
+    at.query_params["session"] = sid
+    at.run()
+    assert not at.exception
+    kinds = [d.value for d in at.dataframe if "what" in d.value.columns]
+    assert kinds and "logs[0].text" in list(kinds[0]["where"])

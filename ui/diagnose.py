@@ -158,6 +158,16 @@ def _share(rep: dict) -> None:
                 st.caption("Save to get a link and a bundle for support.")
         st.checkbox("Hide the host and user names in downloads", key="mask_identity",
                     help="Secrets such as tokens and passwords are always removed.")
+        try:
+            from diagnostics.redact import preview_report
+
+            prev = preview_report(rep, mask_identity=mask)
+            n = len(prev.get("replacements") or [])
+            with st.expander(f"What is removed before saving or sharing ({n} secret{'s' if n != 1 else ''})",
+                             icon=":material/shield:"):
+                render.removed_table(prev.get("replacements") or [], prev.get("identity"))
+        except Exception:  # an older redact module without previews: the downloads are redacted all the same
+            pass
         if saved:
             st.caption("Link to this session (anyone who can reach this server can open it):")
             st.code(common.session_link(saved), language=None)

@@ -285,6 +285,19 @@ def logs(rep: dict[str, Any]) -> None:
                 st.code(str(item.get("text") or "")[:20000], language=None, wrap_lines=True)
 
 
+def removed_table(replacements: list[dict[str, Any]], identity: dict[str, int] | None = None) -> None:
+    """What redaction takes out of a shared report: the kind and the place of each secret, never its value."""
+    rows = [{"replaced by": str(r.get("placeholder", "")), "what": str(r.get("kind", "")),
+             "where": ", ".join(map(str, r.get("where") or []))[:300]} for r in replacements or []]
+    if rows:
+        st.dataframe(rows, hide_index=True, width="stretch")
+    else:
+        st.caption("No secret found in it.")
+    hits = {k: v for k, v in (identity or {}).items() if v}
+    if hits:
+        st.caption("Identity masked: " + ", ".join(f"{safe.md_inline(k)} × {v}" for k, v in hits.items()))
+
+
 def report(rep: dict[str, Any], show_headline: bool = True) -> None:
     if show_headline:
         headline(rep)

@@ -101,6 +101,11 @@ def _exports(sid: str) -> None:
     c3.download_button("HTML report", icon=":material/download:", data= store.export_html(sid, mask_identity=mask),
                        file_name=f"gpu-doctor-{sid[:8]}.html", mime="text/html", key="exp_html")
     st.caption("Secrets (tokens, passwords, keys) were removed when the session was saved.")
+    if hasattr(store, "share_preview"):
+        prev = store.share_preview(sid, mask_identity=mask)
+        st.markdown("**What was removed**")
+        render.removed_table(list(prev.get("redacted_at_save") or []) + list(prev.get("replacements") or []),
+                             prev.get("identity"))
 
 
 def show_session(sid: str) -> None:
