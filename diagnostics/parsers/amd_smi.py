@@ -24,7 +24,7 @@ import json
 import re
 from typing import Any
 
-from .base import ParseResult
+from .base import ParseResult, guarded_parse
 from .rocminfo import classify_gfx, cut_marker, is_placeholder, looks_like_driver_version, normalise_gfx, strip_ansi
 
 KIND = "amd_smi"
@@ -85,12 +85,7 @@ class _Gpu:
 
 
 def parse(text: str) -> ParseResult:
-    res = ParseResult(kind=KIND)
-    try:
-        _parse_into(text, res)
-    except Exception as exc:
-        res.notes.append(f"the amd-smi text could not be read to the end ({type(exc).__name__}); facts may be incomplete")
-    return res
+    return guarded_parse(KIND, text, _parse_into, "amd-smi")
 
 
 def _bytes(value: Any) -> int | None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 
 @dataclass
@@ -14,3 +14,13 @@ class ParseResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "facts": self.facts, "notes": self.notes, "errors": self.errors}
+
+
+def guarded_parse(kind: str, text: str, fill: "Callable[[str, ParseResult], None]", label: str) -> ParseResult:
+    """Run a parser's *fill* into a fresh result; a parser bug keeps the facts found so far and adds a note."""
+    res = ParseResult(kind=kind)
+    try:
+        fill(text, res)
+    except Exception as exc:  # never lose the user's input to a parser bug
+        res.notes.append(f"the {label} text could not be read to the end ({type(exc).__name__}); facts may be incomplete")
+    return res

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from .base import ParseResult
+from .base import ParseResult, guarded_parse
 from .hipconfig import GPU_ENV_PREFIXES
 
 KIND = "collect_env"
@@ -145,12 +145,7 @@ def detect(text: str) -> float:
 
 
 def parse(text: str) -> ParseResult:
-    res = ParseResult(kind=KIND)
-    try:
-        _parse_into(text, res)
-    except Exception as exc:  # never raise: keep what was established
-        res.notes.append(f"collect_env parser stopped early ({type(exc).__name__}); facts may be incomplete")
-    return res
+    return guarded_parse(KIND, text, _parse_into, "collect_env")
 
 
 def _parse_into(text: str, res: ParseResult) -> None:

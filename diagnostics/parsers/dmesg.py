@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from .base import ParseResult
+from .base import ParseResult, guarded_parse
 
 KIND = "dmesg"
 
@@ -120,12 +120,7 @@ def detect(text: str) -> float:
 
 
 def parse(text: str) -> ParseResult:
-    res = ParseResult(kind=KIND)
-    try:
-        _parse_into(text, res)
-    except Exception as exc:
-        res.notes.append(f"dmesg parser stopped early ({type(exc).__name__}); facts may be incomplete")
-    return res
+    return guarded_parse(KIND, text, _parse_into, "dmesg")
 
 
 def _parse_into(text: str, res: ParseResult) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from .base import ParseResult
+from .base import ParseResult, guarded_parse
 
 KIND = "hipconfig"
 
@@ -68,12 +68,7 @@ def detect(text: str) -> float:
 
 
 def parse(text: str) -> ParseResult:
-    res = ParseResult(kind=KIND)
-    try:
-        _parse_into(text, res)
-    except Exception as exc:
-        res.notes.append(f"hipconfig parser stopped early ({type(exc).__name__}); facts may be incomplete")
-    return res
+    return guarded_parse(KIND, text, _parse_into, "hipconfig")
 
 
 def _parse_into(text: str, res: ParseResult) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from .base import ParseResult
+from .base import ParseResult, guarded_parse
 
 KIND = "nvidia_smi"
 
@@ -83,12 +83,7 @@ def detect(text: str) -> float:
 
 
 def parse(text: str) -> ParseResult:
-    res = ParseResult(kind=KIND)
-    try:
-        _parse_into(text, res)
-    except Exception as exc:
-        res.notes.append(f"nvidia-smi parser stopped early ({type(exc).__name__}); facts may be incomplete")
-    return res
+    return guarded_parse(KIND, text, _parse_into, "nvidia-smi")
 
 
 def _set_memory(facts: dict, totals: list[int], used: list[int | None], free: list[int | None] | None = None) -> None:

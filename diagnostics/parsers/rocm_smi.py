@@ -26,7 +26,7 @@ import json
 import re
 from typing import Any
 
-from .base import ParseResult
+from .base import ParseResult, guarded_parse
 from .rocminfo import classify_gfx, cut_marker, is_placeholder, normalise_gfx, strip_ansi
 
 KIND = "rocm_smi"
@@ -87,12 +87,7 @@ class _Gpu:
 
 
 def parse(text: str) -> ParseResult:
-    res = ParseResult(kind=KIND)
-    try:
-        _parse_into(text, res)
-    except Exception as exc:
-        res.notes.append(f"the rocm-smi text could not be read to the end ({type(exc).__name__}); facts may be incomplete")
-    return res
+    return guarded_parse(KIND, text, _parse_into, "rocm-smi")
 
 
 def _int(value: Any) -> int | None:

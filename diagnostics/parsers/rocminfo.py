@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .base import ParseResult
+from .base import ParseResult, guarded_parse
 
 KIND = "rocminfo"
 
@@ -218,12 +218,7 @@ def _xnack_of(isa: str) -> bool | None:
 
 
 def parse(text: str) -> ParseResult:
-    res = ParseResult(kind=KIND)
-    try:
-        _parse_into(text, res)
-    except Exception as exc:  # never raise on any input; keep what was established
-        res.notes.append(f"the rocminfo text could not be read to the end ({type(exc).__name__}); facts may be incomplete")
-    return res
+    return guarded_parse(KIND, text, _parse_into, "rocminfo")
 
 
 def _parse_into(text: str, res: ParseResult) -> None:
