@@ -25,7 +25,7 @@ import re
 from typing import Any
 
 from .base import ParseResult, guarded_parse
-from .rocminfo import classify_gfx, cut_marker, is_placeholder, looks_like_driver_version, normalise_gfx, strip_ansi
+from .rocminfo import cut_marker, gpu_list_facts, is_placeholder, looks_like_driver_version, normalise_gfx, strip_ansi
 
 KIND = "amd_smi"
 
@@ -389,27 +389,8 @@ def _parse_into(text: str, res: ParseResult) -> None:
         else:
             facts["gpu.count"] = len(order)
         facts["driver.amdgpu_loaded"] = True
-        names = [gpus[i].name for i in order]
-        if all(names):
-            facts["gpu.names"] = names
-        targets = [gpus[i].gfx for i in order]
-        if all(targets):
-            facts["gpu.gfx_targets"] = targets
-            kinds = [classify_gfx(t) for t in targets]
-            if all(kinds) and not selected:
-                facts["gpu.integrated_count"] = kinds.count("integrated")
-                facts["gpu.discrete_count"] = kinds.count("discrete")
-                facts["gpu.first_is_integrated"] = kinds[0] == "integrated" and "discrete" in kinds
-        with_total = [gpus[i] for i in order if gpus[i].total is not None]
-        if with_total:
-            biggest = max(with_total, key=lambda g: g.total or 0)
-            facts["gpu.vram_total_bytes"] = biggest.total
-            if biggest.used is not None:
-                facts["gpu.vram_used_bytes"] = biggest.used
-            if biggest.free is not None:
-                facts["gpu.vram_free_bytes"] = biggest.free
-            elif biggest.used is not None and biggest.total is not None and biggest.total >= biggest.used:
-                facts["gpu.vram_free_bytes"] = biggest.total - biggest.used
+        facts.update(gpu_list_facts([gpus[i].name for i in order], [gpus[i].gfx for i in order],
+                                    [(gpus[i].total, gpus[i].used, gpus[i].free) for i in order], selected))
         drivers = {(g.driver, g.kernel) for g in gpus.values() if g.driver}
         for drv, kernel in drivers:
             if looks_like_driver_version(drv, kernel):

@@ -27,7 +27,7 @@ import re
 from typing import Any
 
 from .base import ParseResult, guarded_parse
-from .rocminfo import classify_gfx, cut_marker, is_placeholder, normalise_gfx, strip_ansi
+from .rocminfo import cut_marker, gpu_list_facts, is_placeholder, normalise_gfx, strip_ansi
 
 KIND = "rocm_smi"
 
@@ -274,25 +274,9 @@ def _parse_into(text: str, res: ParseResult) -> None:
         else:
             facts["gpu.count"] = len(order)
         facts["driver.amdgpu_loaded"] = True
-        names = [gpus[i].name or gpus[i].fallback_name for i in order]
-        if all(names):
-            facts["gpu.names"] = names
-        targets = [gpus[i].gfx for i in order]
-        if all(targets):
-            facts["gpu.gfx_targets"] = targets
-            kinds = [classify_gfx(t) for t in targets]
-            if all(kinds) and not selected:
-                facts["gpu.integrated_count"] = kinds.count("integrated")
-                facts["gpu.discrete_count"] = kinds.count("discrete")
-                facts["gpu.first_is_integrated"] = kinds[0] == "integrated" and "discrete" in kinds
-        with_total = [gpus[i] for i in order if gpus[i].total is not None]
-        if with_total:
-            biggest = max(with_total, key=lambda g: g.total or 0)
-            facts["gpu.vram_total_bytes"] = biggest.total
-            if biggest.used is not None:
-                facts["gpu.vram_used_bytes"] = biggest.used
-                if biggest.total is not None and biggest.total >= biggest.used:
-                    facts["gpu.vram_free_bytes"] = biggest.total - biggest.used
+        facts.update(gpu_list_facts([gpus[i].name or gpus[i].fallback_name for i in order],
+                                    [gpus[i].gfx for i in order],
+                                    [(gpus[i].total, gpus[i].used, None) for i in order], selected))
     elif no_gpus and not selected:
         facts["gpu.count"] = 0
     if driver_missing:

@@ -101,6 +101,35 @@ def normalise_gfx(token: str) -> tuple[str | None, bool]:
     return token, False
 
 
+def gpu_list_facts(names: list[str | None], targets: list[str | None], memory: list[tuple[int | None, int | None, int | None]],
+                   selected: bool) -> dict[str, Any]:
+    """Facts common to the SMI tools from per-GPU (name, gfx, (total, used, free)) in enumeration order.
+
+    Integrated/discrete counts are only given for a full listing (*selected* False); VRAM is the biggest GPU's.
+    """
+    facts: dict[str, Any] = {}
+    if names and all(names):
+        facts["gpu.names"] = list(names)
+    if targets and all(targets):
+        facts["gpu.gfx_targets"] = list(targets)
+        kinds = [classify_gfx(t) for t in targets]
+        if all(kinds) and not selected:
+            facts["gpu.integrated_count"] = kinds.count("integrated")
+            facts["gpu.discrete_count"] = kinds.count("discrete")
+            facts["gpu.first_is_integrated"] = kinds[0] == "integrated" and "discrete" in kinds
+    with_total = [m for m in memory if m[0] is not None]
+    if with_total:
+        total, used, free = max(with_total, key=lambda m: m[0] or 0)
+        facts["gpu.vram_total_bytes"] = total
+        if used is not None:
+            facts["gpu.vram_used_bytes"] = used
+        if free is not None:
+            facts["gpu.vram_free_bytes"] = free
+        elif used is not None and total is not None and total >= used:
+            facts["gpu.vram_free_bytes"] = total - used
+    return facts
+
+
 def classify_gfx(gfx: str | None) -> str | None:
     if gfx in APU_TARGETS:
         return "integrated"
