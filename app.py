@@ -3,6 +3,10 @@ import streamlit as st
 
 st.set_page_config(page_title="GPU doctor", page_icon=":material/stethoscope:", layout="wide")
 
+from ui.auth import gate  # noqa: E402
+
+gate()  # a team deployment asks for a login first (docs/SECURITY.md); local use goes straight in
+
 diagnose = st.Page("ui/diagnose.py", title="Diagnose", icon=":material/stethoscope:", default=True)
 sessions = st.Page("ui/sessions.py", title="Sessions", icon=":material/folder_open:", url_path="sessions")
 kb = st.Page("ui/kb.py", title="Knowledge base", icon=":material/menu_book:", url_path="knowledge-base")

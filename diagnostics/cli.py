@@ -257,17 +257,29 @@ def _register_optional(sub: Any, module: str, name: str) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import subprocess
+    """Start Streamlit in this process (no second interpreter to start)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    app = os.path.join(root, "app.py")
+    os.chdir(root)  # .streamlit/config.toml is read from the working directory
+    from .access import load_config, serve_problem
 
-    app = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "app.py")
-    cmd = [sys.executable, "-m", "streamlit", "run", app,
-           "--server.address", args.address, "--server.port", str(args.port),
-           "--browser.gatherUsageStats", "false", "--server.headless", "true"]
+    problem = serve_problem(args.address, load_config(oidc_configured=os.path.exists(
+        os.path.join(root, ".streamlit", "secrets.toml"))))
+    if problem:
+        raise ToolError(problem)
     print(f"GPU doctor: open http://{args.address}:{args.port}", file=sys.stderr)
+    from streamlit.web import cli as stcli
+
+    sys.argv = ["streamlit", "run", app, "--server.address", args.address, "--server.port", str(args.port),
+                "--browser.gatherUsageStats", "false", "--server.headless", "true",
+                "--server.fileWatcherType", "none"]
     try:
-        return subprocess.call(cmd)
+        stcli.main()
+    except SystemExit as exc:
+        return int(exc.code or 0)
     except KeyboardInterrupt:
         return 0
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

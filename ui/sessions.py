@@ -6,7 +6,7 @@ from typing import Any
 
 import streamlit as st
 
-from ui import common, render, safe
+from ui import auth, common, render, safe
 
 PAGE_SIZE = 25
 VERDICTS = {"any verdict": None, "problems found": "problems", "incomplete": "incomplete",
@@ -38,6 +38,9 @@ def _notes(sid: str) -> None:
         st.markdown(f'<div class="gd-ev"><span class="gd-src">{safe.esc(n["author"])} · '
                     f'{safe.esc(common.fmt_time(n["created_at"]))}</span>\n{safe.esc(n["text"])}</div>',
                     unsafe_allow_html=True)
+    if not auth.is_reviewer():
+        st.caption("Only reviewers can add notes.")
+        return
     with st.form("add_note", clear_on_submit=True):
         c1, c2 = st.columns([1, 3])
         author = c1.text_input("Your name", key="note_author")
@@ -128,8 +131,10 @@ def show_session(sid: str) -> None:
                f" · tool {safe.md_inline(rep.get('tool_version') or '?')}")
     c1, c2 = st.columns([1, 2], vertical_alignment="bottom")
     with c1:
-        status = st.selectbox("Review status", STATUSES, index=STATUSES.index(info["status"]), key=f"status_{sid}")
-        if status != info["status"]:
+        status = st.selectbox("Review status", STATUSES, index=STATUSES.index(info["status"]), key=f"status_{sid}",
+                              disabled=not auth.is_reviewer(),
+                              help=None if auth.is_reviewer() else "Only reviewers can change the status.")
+        if status != info["status"] and auth.is_reviewer():
             store.set_status(sid, status)
             st.toast(f"Status set to {status}")
     with c2:
@@ -157,6 +162,8 @@ def show_session(sid: str) -> None:
         _compare(sid)
     with tab_export:
         _exports(sid)
+        if not auth.is_reviewer():
+            return
         with st.expander("Delete this session"):
             sure = st.checkbox("Yes, delete it and its notes for good", key="delete_sure")
             if st.button("Delete", disabled=not sure, key="delete"):
