@@ -327,6 +327,23 @@ def test_vendor_tools_that_exit_0_with_errors(box, tmp_path):
     assert n["status"] == "fail" and "couldn't communicate" in n["facts"]["nvidia.smi_error"]
 
 
+# amd-smi of ROCm 6.2.4 on an MI50 whose driver did not initialise (tests/fixtures/dumps/amd_smi/
+# rocm624-unable-to-detect-gpus.txt, from https://github.com/ROCm/ROCm/issues/6176); amd-smi is tried before
+# rocm-smi, so this is the one the probe runs
+AMD_SMI_LIE = ("#!/bin/sh\n"
+               "echo \"/opt/rocm-6.2.4/libexec/amdsmi_cli/BDF.py:126: SyntaxWarning: invalid escape sequence '\\\\.'\" >&2\n"
+               "echo 'ERROR: Unable to detect any GPU devices, check amdgpu version and module status'\nexit 0\n")
+
+
+def test_amd_smi_that_exits_0_with_an_error(box, tmp_path):
+    prefix, bindir = tool_dir(tmp_path, {"amd-smi": AMD_SMI_LIE, "rocm-smi": LIES["rocm-smi"]})
+    r = run_vendor_probes(box, prefix, bindir, timeout=20)["rocm"]
+    assert r["status"] == "fail", r
+    assert r["facts"]["rocm_smi.error"].startswith("ERROR: Unable to detect any GPU devices"), r["facts"]
+    assert "gpu.names" not in r["facts"]
+    assert any(e["source"] == "amd-smi" for e in r["evidence"])
+
+
 def test_vendor_tools_that_exit_0_with_errors_are_diagnosed(box, tmp_path):
     prefix, bindir = tool_dir(tmp_path, dict(LIES))
     p, _ = box.cli(["run", "--json", "--no-generate", "--timeout", "20"],
