@@ -14,6 +14,7 @@ def collect(root: str, out: Emitter) -> None:
     if not exe:
         out.status("skipped", "nvidia-smi is not installed")
         return
+    out.stage("nvidia-smi")
     rc, so, se, prob = run_tool([exe], timeout=20)
     text = (so + ("\n" + se if se else "")).strip()
     try:

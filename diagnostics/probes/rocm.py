@@ -93,6 +93,7 @@ def collect(root: str, out: Emitter) -> None:
     exe = _find("rocminfo", root, prefixes)
     if exe and root in ("", "/"):
         installed = True
+        out.stage("rocminfo")  # a hang is then reported as "hung during 'rocminfo'"
         rc, so, se, prob = run_tool([exe], timeout=20)
         text = (so + ("\n" + se if se else "")).strip()
         if prob:
@@ -123,6 +124,7 @@ def collect(root: str, out: Emitter) -> None:
             continue
         installed = True
         args = [exe, "static"] if tool == "amd-smi" else [exe]
+        out.stage(tool)
         rc, so, se, prob = run_tool(args, timeout=15)
         text = (so + ("\n" + se if se else "")).strip()
         facts, notes, errors = _parse(kind, text)
@@ -142,6 +144,7 @@ def collect(root: str, out: Emitter) -> None:
     # hipconfig
     exe = _find("hipconfig", root, prefixes)
     if exe and root in ("", "/"):
+        out.stage("hipconfig")
         rc, so, se, prob = run_tool([exe, "--full"], timeout=15)
         if not prob:
             facts, _, _ = _parse("hipconfig", so + se)
