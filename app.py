@@ -1,18 +1,21 @@
 """GPU doctor web UI: only the table of contents.  Pages live in ui/ and call the diagnostics library."""
 import streamlit as st
 
-st.set_page_config(page_title="GPU doctor", page_icon=":material/stethoscope:", layout="wide")
-
 from ui.auth import gate  # noqa: E402
+from ui.common import T, language_picker  # noqa: E402
 
+st.set_page_config(page_title=T("ui.app.title"), page_icon=":material/stethoscope:", layout="wide")
+language_picker()  # sidebar: English / 简体中文 (from the browser's Accept-Language, ?lang=zh, or the choice)
 gate()  # a team deployment asks for a login first (docs/SECURITY.md); local use goes straight in
 
-diagnose = st.Page("ui/diagnose.py", title="Diagnose", icon=":material/stethoscope:", default=True)
-sessions = st.Page("ui/sessions.py", title="Sessions", icon=":material/folder_open:", url_path="sessions")
-kb = st.Page("ui/kb.py", title="Knowledge base", icon=":material/menu_book:", url_path="knowledge-base")
-editor = st.Page("ui/kb_editor.py", title="Write a KB entry", icon=":material/edit_note:", url_path="kb-editor")
+diagnose = st.Page("ui/diagnose.py", title=T("ui.app.nav_diagnose"), icon=":material/stethoscope:", default=True)
+sessions = st.Page("ui/sessions.py", title=T("ui.app.nav_sessions"), icon=":material/folder_open:",
+                   url_path="sessions")
+kb = st.Page("ui/kb.py", title=T("ui.app.nav_kb"), icon=":material/menu_book:", url_path="knowledge-base")
+editor = st.Page("ui/kb_editor.py", title=T("ui.app.nav_kb_editor"), icon=":material/edit_note:",
+                 url_path="kb-editor")
 
-page = st.navigation({"Diagnose": [diagnose, sessions], "Contribute": [kb, editor]})
+page = st.navigation({T("ui.app.nav_diagnose"): [diagnose, sessions], T("ui.app.nav_contribute"): [kb, editor]})
 # a share link may point at the start page (…/?session=<id>): show that session
 if page is diagnose and st.query_params.get("session"):
     st.switch_page(sessions, query_params={"session": st.query_params["session"]})

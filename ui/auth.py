@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from diagnostics.access import check_secret, load_config, role_for_email
+from ui.common import T
 
 
 def _oidc_configured() -> bool:
@@ -21,9 +22,9 @@ def gate() -> str:
         return "reviewer"
     if cfg.mode == "oidc":
         if not st.user.is_logged_in:
-            st.title("GPU doctor")
-            st.write("Log in with your organisation's account to continue.")
-            st.button("Log in", on_click=st.login, type="primary")
+            st.title(T("ui.app.title"))
+            st.write(T("ui.auth.oidc_prompt"))
+            st.button(T("ui.auth.log_in"), on_click=st.login, type="primary")
             st.stop()
         role = role_for_email(cfg, getattr(st.user, "email", None))
         st.session_state["role"] = role
@@ -31,17 +32,17 @@ def gate() -> str:
     role = st.session_state.get("role")
     if role in ("user", "reviewer") and st.session_state.get("auth_mode") == cfg.mode:
         return role
-    st.title("GPU doctor")
+    st.title(T("ui.app.title"))
     with st.form("login"):
-        given = st.text_input("Team password", type="password")
-        ok = st.form_submit_button("Enter", type="primary")
+        given = st.text_input(T("ui.auth.password"), type="password")
+        ok = st.form_submit_button(T("ui.auth.enter"), type="primary")
     if ok:
         role = check_secret(cfg, given)
         if role:
             st.session_state["role"] = role
             st.session_state["auth_mode"] = cfg.mode
             st.rerun()
-        st.error("That password is not right.")
+        st.error(T("ui.auth.wrong_password"))
     st.stop()
     return "user"  # not reached
 

@@ -7,6 +7,8 @@ from typing import Any
 
 import streamlit as st
 
+from diagnostics.i18n import LANGUAGE_NAMES, LANGUAGES, normalize_language, pick_language, t
+
 # url paths of the pages (app.py registers them with these paths; links between pages use them)
 PATH_DIAGNOSE = ""
 PATH_SESSIONS = "sessions"
@@ -27,6 +29,52 @@ CSS = """
 
 
 _warmed = False
+
+
+# --------------------------------------------------------------------------------------------------- language
+def _accept_language() -> str | None:
+    try:
+        return st.context.headers.get("Accept-Language")
+    except Exception:  # no browser request behind this run (AppTest, bare mode)
+        return None
+
+
+def lang() -> str:
+    """The language of this visitor: ``?lang=`` when the link names one (applied when it first appears, so the
+    sidebar choice can change it afterwards), else the choice kept in ``st.session_state["lang"]``, else the
+    browser's Accept-Language, else English.  The server's own locale does not decide what a browser sees."""
+    qp = normalize_language(st.query_params.get("lang"))
+    if qp and st.session_state.get("_lang_qp") != qp:
+        st.session_state["_lang_qp"] = qp
+        st.session_state["lang"] = qp
+    cur = normalize_language(st.session_state.get("lang"))
+    if cur is None:
+        cur = pick_language(accept_language=_accept_language(), env={})
+    if st.session_state.get("lang") != cur:
+        st.session_state["lang"] = cur
+    return cur
+
+
+def T(key: str, **kwargs: Any) -> str:
+    """The catalogue message *key* in the visitor's language (diagnostics/i18n/*.json)."""
+    return t(key, lang(), **kwargs)
+
+
+def _chosen() -> None:
+    choice = st.session_state.get("lang_choice")
+    if choice in LANGUAGES:
+        st.session_state["lang"] = choice
+        if "lang" in st.query_params:  # keep a shared link and the choice in step
+            st.query_params["lang"] = choice
+            st.session_state["_lang_qp"] = choice
+
+
+def language_picker() -> None:
+    """The language choice in the sidebar (English / 简体中文)."""
+    cur = lang()
+    st.session_state["lang_choice"] = cur
+    st.sidebar.selectbox(t("ui.app.language", cur), list(LANGUAGES), key="lang_choice",
+                         format_func=lambda code: LANGUAGE_NAMES.get(code, code), on_change=_chosen)
 
 
 def warm_up() -> None:
@@ -73,7 +121,7 @@ def store() -> Any:
     try:
         return _store(database_url())
     except Exception as exc:  # shown in words; never a traceback
-        st.error(f"The session database cannot be opened: {type(exc).__name__}: {exc}")
+        st.error(T("ui.sessions.db_failed", error=f"{type(exc).__name__}: {exc}"))
         return None
 
 
