@@ -10,31 +10,26 @@ import streamlit as st
 from diagnostics import service
 from diagnostics.jobs import Job
 from ui import common, render, safe
+from ui.common import T
 
 MAX_UPLOAD_BYTES = service.MAX_TEXT_BYTES
 
 common.style()
-st.title("Diagnose a GPU machine-learning setup")
-st.caption("Every check runs in its own process with a time limit: a crashing or hanging GPU stack cannot take "
-           "this page down. Nothing is stored unless you press *Save*.")
+st.title(T("ui.diagnose.title"))
+st.caption(T("ui.diagnose.intro"))
 
-tab_live, tab_text = st.tabs([":material/computer: Check this machine", ":material/content_paste: Paste logs or dumps"])
+tab_live, tab_text = st.tabs([T("ui.diagnose.tab_machine"), T("ui.diagnose.tab_paste")])
 
 with tab_live:
     with st.form("run"):
-        python = st.text_input(
-            "Python interpreter to diagnose", value=sys.executable, key="python",
-            help="The interpreter whose torch is checked, for example your project's virtual environment "
-                 "(…/venv/bin/python). The doctor never imports torch itself.")
-        generate = st.checkbox("Also run a test generation with a small model", value=False, key="generate",
-                               help="Loads a model with transformers in the interpreter above, generates a few "
-                                    "tokens on the GPU (and on the CPU to compare) and measures the speed.")
-        model = st.text_input("Model for the test generation", value="", key="model",
-                              placeholder="built-in tiny model (no download)",
-                              help="A local model folder or a Hugging Face model id that is already in the "
-                                   "local cache; nothing is downloaded.")
-        with_logs = st.checkbox("Match the text in the *Paste logs or dumps* tab too", value=True, key="with_logs")
-        started = st.form_submit_button("Run diagnosis", type="primary")
+        python = st.text_input(T("ui.diagnose.python_label"), value=sys.executable, key="python",
+                               help=T("ui.diagnose.python_help"))
+        generate = st.checkbox(T("ui.diagnose.generate_label"), value=False, key="generate",
+                               help=T("ui.diagnose.generate_help"))
+        model = st.text_input(T("ui.diagnose.model_label"), value="", key="model",
+                              placeholder=T("ui.diagnose.model_placeholder"), help=T("ui.diagnose.model_help"))
+        with_logs = st.checkbox(T("ui.diagnose.match_paste_too"), value=True, key="with_logs")
+        started = st.form_submit_button(T("ui.diagnose.run"), type="primary")
 
 
 def _pasted() -> list[tuple[str, str]]:
@@ -42,7 +37,7 @@ def _pasted() -> list[tuple[str, str]]:
     items: list[tuple[str, str]] = []
     text = st.session_state.get("paste") or ""
     if text.strip():
-        items.append(("pasted text", text))
+        items.append((T("ui.render.source_pasted"), text))
     for f in st.session_state.get("uploads") or []:
         data = f.getvalue()[:MAX_UPLOAD_BYTES]
         items.append((f.name, service.decode_text(data, f.name)))
@@ -50,13 +45,11 @@ def _pasted() -> list[tuple[str, str]]:
 
 
 with tab_text:
-    st.markdown("Paste an error log, a traceback, or the output of `rocminfo`, `rocm-smi`, `amd-smi`, "
-                "`nvidia-smi`, `python -m torch.utils.collect_env`, `hipconfig` or `dmesg`. Tool outputs are "
-                "recognised and read for facts; everything is matched against the knowledge base.")
-    st.text_area("Logs or dumps", key="paste", height=220, placeholder="Paste text here…")
-    st.file_uploader("…or upload files", key="uploads", accept_multiple_files=True,
-                     help="Any text file: logs, dumps. Nothing leaves this server.")
-    text_clicked = st.button("Diagnose the pasted text", type="primary", key="diagnose_text")
+    st.markdown(T("ui.diagnose.paste_help"))
+    st.text_area(T("ui.diagnose.paste_label"), key="paste", height=220, placeholder=T("ui.diagnose.paste_placeholder"))
+    st.file_uploader(T("ui.diagnose.upload_label"), key="uploads", accept_multiple_files=True,
+                     help=T("ui.diagnose.upload_help"))
+    text_clicked = st.button(T("ui.diagnose.diagnose_pasted"), type="primary", key="diagnose_text")
 
 if started:
     logs = _pasted() if with_logs else []
@@ -68,7 +61,7 @@ if started:
 if text_clicked:
     items = _pasted()
     if not items:
-        st.warning("Paste some text or upload a file first.")
+        st.warning(T("ui.diagnose.nothing_pasted"))
     else:
         try:
             res = service.diagnose_text(logs=items)
@@ -80,7 +73,7 @@ if text_clicked:
             st.session_state["report"] = rep
             st.session_state.pop("saved_id", None)
         except Exception as exc:
-            st.error(f"The text could not be diagnosed: {type(exc).__name__}: {exc}")
+            st.error(T("ui.diagnose.diagnose_failed", error=f"{type(exc).__name__}: {exc}"))
 
 
 @st.fragment(run_every=0.5)
@@ -91,8 +84,8 @@ def _progress() -> None:
     state = job.progress()
     if not job.done:
         finished = sum(1 for p in state.values() if p["status"] != "running")
-        st.info(f"Diagnosis running for {time.time() - job.started:.0f} s — {finished} of {len(state) or '…'} "
-                "checks finished.", icon=":material/hourglass_top:")
+        st.info(T("ui.diagnose.running", seconds=time.time() - job.started, finished=finished, total=len(state) or "…"),
+                icon=":material/hourglass_top:")
         if state:
             st.progress(finished / max(1, len(state)))
         if state:
@@ -100,8 +93,8 @@ def _progress() -> None:
                                   p["duration_s"] if p["duration_s"] is not None else p.get("elapsed", 0))
                                  for p in state.values()])
         else:
-            st.caption("Starting the checks…")
-        if st.button("Stop", icon=":material/stop_circle:", key="stop"):
+            st.caption(T("ui.diagnose.starting"))
+        if st.button(T("ui.diagnose.stop"), icon=":material/stop_circle:", key="stop"):
             job.cancel.set()
         return
     st.session_state.pop("job", None)
@@ -116,7 +109,7 @@ if st.session_state.get("job") is not None:
     _progress()
 
 if st.session_state.get("run_error"):
-    st.error("The diagnosis could not finish: " + safe.md_inline(st.session_state.pop("run_error")))
+    st.error(T("ui.diagnose.run_failed", error=safe.md_inline(st.session_state.pop("run_error"))))
 
 
 def _share(rep: dict) -> None:
@@ -129,56 +122,55 @@ def _share(rep: dict) -> None:
     with st.container(border=True):
         c1, c2, c3, c4 = st.columns(4, vertical_alignment="center")
         with c1:
-            if saved is None and st.button("Save this session", icon=":material/save:", type="primary", key="save",
-                                           help="Stores the report (secrets removed) so others can open it by link."):
+            if saved is None and st.button(T("ui.diagnose.save"), icon=":material/save:", type="primary", key="save",
+                                           help=T("ui.diagnose.save_help")):
                 store = common.store()
                 if store is not None:
                     try:
                         st.session_state["saved_id"] = saved = store.save(rep)
                     except Exception as exc:
-                        st.error(f"The session could not be saved: {type(exc).__name__}: {exc}")
+                        st.error(T("ui.diagnose.save_failed", error=f"{type(exc).__name__}: {exc}"))
             if saved:
-                st.markdown(":green[:material/check_circle:] Saved")
+                st.markdown(T("ui.diagnose.saved"))
         mask = st.session_state.get("mask_identity", False)
         clean = redact_report(rep, mask_identity=mask)
-        c2.download_button("Report (Markdown)", icon=":material/download:", data=render_markdown(clean),
+        c2.download_button(T("ui.diagnose.download_md"), icon=":material/download:", data=render_markdown(clean),
                            file_name=f"gpu-doctor-{stamp}.md", mime="text/markdown", key="dl_md")
-        c3.download_button("Report (JSON)", icon=":material/download:",
+        c3.download_button(T("ui.diagnose.download_json"), icon=":material/download:",
                            data=json.dumps(clean, indent=2, ensure_ascii=False),
                            file_name=f"gpu-doctor-{stamp}.json", mime="application/json", key="dl_json")
         with c4:
             store = common.store() if saved else None
             if saved and store is not None:
-                st.download_button("Bundle for support", icon=":material/package_2:",
+                st.download_button(T("ui.diagnose.bundle"), icon=":material/package_2:",
                                    data=store.export_bundle(saved, mask_identity=mask),
                                    file_name=f"gpu-doctor-session-{saved[:8]}.json", mime="application/json",
                                    key="dl_bundle",
-                                   help="A checksummed file that another GPU doctor imports on its Sessions page.")
+                                   help=T("ui.diagnose.bundle_help"))
             else:
-                st.caption("Save to get a link and a bundle for support.")
-        st.checkbox("Hide the host and user names in downloads", key="mask_identity",
-                    help="Secrets such as tokens and passwords are always removed.")
+                st.caption(T("ui.diagnose.save_for_link"))
+        st.checkbox(T("ui.diagnose.mask_identity"), key="mask_identity", help=T("ui.diagnose.secrets_removed"))
         try:
             from diagnostics.redact import preview_report
 
             prev = preview_report(rep, mask_identity=mask)
             n = len(prev.get("replacements") or [])
-            with st.expander(f"What is removed before saving or sharing ({n} secret{'s' if n != 1 else ''})",
+            with st.expander(T("ui.diagnose.removed_one" if n == 1 else "ui.diagnose.removed_many", count=n),
                              icon=":material/shield:"):
                 render.removed_table(prev.get("replacements") or [], prev.get("identity"))
         except Exception:  # an older redact module without previews: the downloads are redacted all the same
             pass
         if saved:
-            st.caption("Link to this session (anyone who can reach this server can open it):")
+            st.caption(T("ui.diagnose.link_public"))
             st.code(common.session_link(saved), language=None)
-            st.markdown(f":material/folder_open: [Open the saved session]({common.PATH_SESSIONS}?session={saved})")
+            st.markdown(T("ui.diagnose.open_saved", url=f"{common.PATH_SESSIONS}?session={saved}"))
 
 
 rep = st.session_state.get("report")
 if rep and st.session_state.get("job") is None:
     st.divider()
     if rep.get("source") == "pasted":
-        st.caption("Diagnosis of the pasted text (no checks were run on this machine).")
+        st.caption(T("ui.diagnose.pasted_only"))
     render.headline(rep)
     _share(rep)
     render.report(rep, show_headline=False)

@@ -3,13 +3,21 @@ from __future__ import annotations
 
 import streamlit as st
 
+from diagnostics.i18n import localized_entry
 from diagnostics.kb import SEVERITIES
 from diagnostics.service import get_kb
 from ui import common, kbtools, render, safe
+from ui.common import T, lang
 
 common.style()
 kb, _ = get_kb()
 by_id = kb.by_id()
+LANG = lang()
+
+
+def _title(e) -> str:
+    """The entry's title in the visitor's language (English where it has no translation)."""
+    return localized_entry(e, LANG)["title"] if LANG != "en" else e.title
 
 
 def _open(eid: str | None) -> None:
@@ -25,76 +33,89 @@ def _edit(text: str) -> None:
 
 
 def show_entry(eid: str) -> None:
-    if st.button("All entries", icon=":material/arrow_back:", key="back"):
+    if st.button(T("ui.kb.all_entries"), icon=":material/arrow_back:", key="back"):
         _open(None)
         st.rerun()
     e = by_id.get(eid)
     if e is None:
-        st.error("There is no knowledge-base entry with this id.")
+        st.error(T("ui.kb.no_such_entry"))
         st.code(eid, language=None)
         return
-    st.title(f"{render.SEV_GLYPH.get(e.severity, '')} {safe.md_inline(e.title, 500)}")
-    st.caption(f"`{e.id}` · {render.SEV_WORD.get(e.severity, e.severity)}"
-               f"{' · harmless (information only)' if e.benign else ''} · confidence {e.confidence:.0%}"
-               f" · tags: {', '.join(safe.md_inline(t) for t in e.tags) or 'none'}"
-               + (f" · ranks above: {', '.join(safe.md_inline(s) for s in e.supersedes)}" if e.supersedes else ""))
+    loc = localized_entry(e, LANG)
+    st.title(f"{render.SEV_GLYPH.get(e.severity, '')} {safe.md_inline(loc['title'], 500)}")
+    meta = [f"`{e.id}`", render.sev_word(e.severity)]
+    if e.benign:
+        meta.append(T("ui.kb.harmless"))
+    meta.append(T("ui.render.confidence", confidence=e.confidence))
+    meta.append(T("ui.kb.tags_line", tags=", ".join(safe.md_inline(t) for t in e.tags) or T("ui.sessions.none")))
+    if e.supersedes:
+        meta.append(T("ui.kb.ranks_above", ids=", ".join(safe.md_inline(s) for s in e.supersedes)))
+    st.caption(" · ".join(meta))
+    if LANG != "en":
+        if loc["lang"] != LANG:
+            st.info(T("ui.kb.translation_missing"), icon=":material/translate:")
+        elif loc["stale"]:
+            st.warning(T("ui.kb.translation_stale"), icon=":material/translate:")
     left, right = st.columns([3, 2])
     with left:
-        for title, body in (("What the user sees", e.symptoms), ("Why it happens", e.cause), ("How to fix it", e.fix)):
-            st.subheader(title)
-            st.markdown(safe.md_html(body), unsafe_allow_html=True)
-        st.subheader("Sources")
+        for key, field in (("ui.kb.what_user_sees", "symptoms"), ("ui.kb.why", "cause"), ("ui.kb.how_to_fix", "fix")):
+            st.subheader(T(key))
+            st.markdown(safe.md_html(loc[field]), unsafe_allow_html=True)
+        st.subheader(T("ui.kb.sources"))
         st.markdown(safe.md_html("\n".join(f"- <{u}>" for u in e.links)), unsafe_allow_html=True)
     with right:
-        st.subheader("When it fires")
-        st.code("\n".join(kbtools.describe(e.when)), language=None, wrap_lines=True)
-        st.subheader("Its test cases")
+        st.subheader(T("ui.kb.when_it_fires"))
+        st.code("\n".join(kbtools.describe(e.when, lang=LANG)), language=None, wrap_lines=True)
+        st.subheader(T("ui.kb.test_cases"))
         cases = kbtools.run_cases(e)
         passed = sum(c["ok"] for c in cases)
-        (st.success if passed == len(cases) else st.error)(f"{passed} of {len(cases)} cases pass.")
-        st.caption("Open a case to see its facts and log text.")
+        (st.success if passed == len(cases) else st.error)(T("ui.kb.cases_pass", passed=passed, total=len(cases)))
+        st.caption(T("ui.kb.open_case"))
         for t, c in zip(e.tests, cases):
-            mark = ":green[:material/check:]" if c["ok"] else ":red[:material/close:] **fails:**"
-            with st.expander(f"{mark} must {'fire' if t.expect == 'fire' else 'stay silent'} — {safe.md_inline(t.name)}"):
+            mark = ":green[:material/check:]" if c["ok"] else ":red[:material/close:] " + T("ui.kb.fails")
+            must = "ui.kb_editor.must_fire" if t.expect == "fire" else "ui.kb_editor.must_stay_silent"
+            with st.expander(f"{mark} {T(must, name=safe.md_inline(t.name))}"):
                 if t.facts:
-                    st.dataframe([{"fact": k, "value": render.fmt_value(v)} for k, v in t.facts.items()],
-                                 hide_index=True, width="stretch")
+                    st.dataframe([{T("ui.render.col_fact"): k, T("ui.render.col_value"): render.fmt_value(v)}
+                                  for k, v in t.facts.items()], hide_index=True, width="stretch")
                 if t.logs:
                     st.code(t.logs, language=None, wrap_lines=True)
     src = kbtools.entry_source(e)
-    with st.expander("The YAML file"):
+    with st.expander(T("ui.kb.yaml_file")):
         st.code(src, language="yaml")
     c1, c2 = st.columns(2)
-    if c1.button("Edit a copy in the editor", icon=":material/edit_note:", key="edit"):
+    if c1.button(T("ui.kb.edit_copy"), icon=":material/edit_note:", key="edit"):
         _edit(src)
-    c2.download_button("Download the YAML", icon=":material/download:", data=src, file_name=f"{e.id}.yaml", mime="application/x-yaml",
+    c2.download_button(T("ui.kb.download_yaml"), icon=":material/download:", data=src, file_name=f"{e.id}.yaml", mime="application/x-yaml",
                        key="download")
 
 
 def list_entries() -> None:
-    st.title("Knowledge base")
-    st.caption(f"{len(kb.entries)} known failures of ROCm / PyTorch stacks, each with the facts and log lines that "
-               f"reveal it, the cause and the fix. Knowledge-base version {safe.md_inline(kb.version)}.")
+    st.title(T("ui.app.nav_kb"))
+    st.caption(T("ui.kb.intro", count=len(kb.entries), version=safe.md_inline(kb.version)))
     if kb.errors:
-        with st.expander(f"{len(kb.errors)} entry file(s) could not be loaded", icon=":material/warning:"):
+        with st.expander(T("ui.kb.load_errors", count=len(kb.errors)), icon=":material/warning:"):
             st.code("\n".join(str(x) for x in kb.errors), language=None, wrap_lines=True)
     tags = sorted({t for e in kb.entries for t in e.tags})
     c1, c2, c3 = st.columns([3, 2, 2])
-    query = c1.text_input("Search symptoms, error text or ids", key="kbq", placeholder="e.g. invalid device function")
-    sel_tags = c2.multiselect("Tags", tags, key="tags", placeholder="any tag")
-    sevs = c3.multiselect("Severity", list(SEVERITIES), key="sev", placeholder="any severity",
-                          format_func=lambda s: render.SEV_WORD.get(s, s))
+    query = c1.text_input(T("ui.kb.search_label"), key="kbq", placeholder=T("ui.kb.search_placeholder"))
+    sel_tags = c2.multiselect(T("ui.kb.tags"), tags, key="tags", placeholder=T("ui.kb.any_tag"))
+    sevs = c3.multiselect(T("ui.kb.severity"), list(SEVERITIES), key="sev", placeholder=T("ui.kb.any_severity"),
+                          format_func=render.sev_word)
     found = kbtools.search(kb.entries, query, sel_tags, sevs)
-    st.caption(f"{len(found)} of {len(kb.entries)} entries")
+    st.caption(T("ui.kb.count", found=len(found), total=len(kb.entries)))
     if not found:
-        st.info("No entry matches. Try fewer words, or write a new entry in the editor.")
+        st.info(T("ui.kb.no_match"))
         return
-    st.dataframe([{"open": f"{common.PATH_KB}?entry={e.id}", "title": e.title,
-                   "severity": e.severity, "id": e.id, "tags": ", ".join(e.tags), "cases": len(e.tests)} for e in found],
+    col_open = T("ui.sessions.col_open")
+    st.dataframe([{col_open: f"{common.PATH_KB}?entry={e.id}", T("ui.kb.col_title"): _title(e),
+                   T("ui.kb.col_severity"): e.severity, "id": e.id, T("ui.kb.col_tags"): ", ".join(e.tags),
+                   T("ui.kb.col_cases"): len(e.tests)} for e in found],
                  hide_index=True, width="stretch",
-                 column_config={"open": st.column_config.LinkColumn("open", display_text="open ↗", width="small")})
-    st.selectbox("Open an entry", [e.id for e in found], index=None, key="pick_entry",
-                 format_func=lambda i: f"{by_id[i].title} ({i})", placeholder="Choose an entry…",
+                 column_config={col_open: st.column_config.LinkColumn(col_open, display_text=T("ui.sessions.open_link"),
+                                                                      width="small")})
+    st.selectbox(T("ui.kb.open_entry"), [e.id for e in found], index=None, key="pick_entry",
+                 format_func=lambda i: f"{_title(by_id[i])} ({i})", placeholder=T("ui.kb.choose_entry"),
                  on_change=_picked)
 
 

@@ -15,6 +15,7 @@ from typing import Any, Iterable
 import yaml
 
 from diagnostics import facts as factcat
+from diagnostics.i18n import t
 from diagnostics.kb import KB_DIR, SEVERITIES, Cond, Entry, KBError, parse_entry
 from diagnostics.matcher import TRUE, UNKNOWN, evaluate_entry
 
@@ -54,18 +55,19 @@ def entry_source(entry: Entry) -> str:
     return ""
 
 
-def describe(c: Cond, depth: int = 0) -> list[str]:
-    """The condition tree in plain words, one line per node."""
+def describe(c: Cond, depth: int = 0, lang: str = "en") -> list[str]:
+    """The condition tree in plain words (in *lang*), one line per node; patterns, fact names, operators and
+    values stay as they are written in the entry."""
     pad = "  " * depth
     if c.kind in ("all", "any"):
-        head = "all of:" if c.kind == "all" else "any of:"
-        return [pad + head] + [ln for ch in c.children for ln in describe(ch, depth + 1)]
+        head = t("ui.kb.cond_all" if c.kind == "all" else "ui.kb.cond_any", lang)
+        return [pad + head] + [ln for ch in c.children for ln in describe(ch, depth + 1, lang)]
     if c.kind == "not":
-        return [pad + "not:"] + describe(c.children[0], depth + 1)
+        return [pad + t("ui.kb.cond_not", lang)] + describe(c.children[0], depth + 1, lang)
     if c.kind == "log":
-        return [pad + f"a log line matches  {c.pattern}"]
+        return [pad + t("ui.kb.cond_log", lang, pattern=c.pattern)]
     val = c.pattern if c.op == "matches" else c.value
-    return [pad + f"fact {c.fact} {c.op.replace('_', ' ')} {val!r}"]
+    return [pad + t("ui.kb.cond_fact", lang, fact=c.fact, op=c.op.replace("_", " "), value=repr(val))]
 
 
 # ------------------------------------------------------------------------------------------------- validation
@@ -86,7 +88,7 @@ def guess_id(text: str) -> str:
     return m.group(1) if m else "new-entry"
 
 
-def validate(text: str, existing_ids: Iterable[str] = ()) -> Validation:
+def validate(text: str, existing_ids: Iterable[str] = (), lang: str = "en") -> Validation:
     """Check an entry's YAML exactly as ``kb lint`` does (as the file kb/<its id>.yaml) and run its cases."""
     eid = guess_id(text)
     path = f"kb/{eid}.yaml"
@@ -97,7 +99,7 @@ def validate(text: str, existing_ids: Iterable[str] = ()) -> Validation:
         v.error = exc
         return v
     if v.entry.id in set(existing_ids):
-        v.warnings.append(f"an entry with id {v.entry.id!r} already exists: the file would replace kb/{v.entry.id}.yaml")
+        v.warnings.append(t("ui.kb_editor.id_exists", lang, id=repr(v.entry.id), path=f"kb/{v.entry.id}.yaml"))
     v.cases = run_cases(v.entry)
     return v
 

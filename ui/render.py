@@ -10,27 +10,43 @@ from typing import Any
 import streamlit as st
 
 from ui import safe
+from ui.common import T, lang
 
 # Material icons ship with Streamlit (no emoji font needed on the viewer's machine); colour and word say the same
 STATUS_GLYPH = {"ok": ":green[:material/check_circle:]", "warn": ":orange[:material/warning:]",
                 "fail": ":red[:material/cancel:]", "timeout": ":violet[:material/timer_off:]",
                 "crashed": ":red[:material/dangerous:]", "skipped": ":gray[:material/do_not_disturb_on:]",
                 "running": ":blue[:material/progress_activity:]"}
-STATUS_WORD = {"ok": "passed", "warn": "warning", "fail": "failed", "timeout": "timed out", "crashed": "crashed",
-               "skipped": "skipped", "running": "running"}
+# the word for each state, from the message catalogue (status.*)
+STATUS_KEY = {"ok": "status.passed", "warn": "status.warn", "fail": "status.fail", "timeout": "status.timeout",
+              "crashed": "status.crashed", "skipped": "status.skipped", "running": "status.running"}
 SEV_GLYPH = {"critical": ":red[:material/report:]", "error": ":red[:material/error:]",
              "warning": ":orange[:material/warning:]", "info": ":blue[:material/info:]"}
-SEV_WORD = {"critical": "critical", "error": "error", "warning": "warning", "info": "information"}
-VERDICT_WORD = {"problems": "problems found", "incomplete": "incomplete", "healthy": "no known problem"}
+SEVERITIES = ("critical", "error", "warning", "info")
+VERDICTS = ("problems", "incomplete", "healthy")
+
+
+def status_word(status: str | None, default: str | None = None) -> str:
+    """The word for a check state in the visitor's language (*default*, else the state itself, when unknown)."""
+    key = STATUS_KEY.get(status or "")
+    return T(key) if key else (default if default is not None else str(status or ""))
+
+
+def sev_word(sev: str | None) -> str:
+    return T(f"severity_word.{sev}") if sev in SEVERITIES else str(sev or "")
+
+
+def verdict_word(verdict: str | None) -> str:
+    return T(f"verdict.{verdict}") if verdict in VERDICTS else str(verdict or "")
 
 
 def fmt_value(v: Any) -> str:
     if v is None:
-        return "(unknown)"
+        return T("value.unknown")
     if isinstance(v, bool):
-        return "yes" if v else "no"
+        return T("value.yes") if v else T("value.no")
     if isinstance(v, list):
-        return ", ".join(map(str, v)) if v else "(none)"
+        return ", ".join(map(str, v)) if v else T("value.none")
     if isinstance(v, int) and v >= 1 << 24:
         return f"{v / (1 << 30):.2f} GiB"
     if isinstance(v, float):
@@ -44,42 +60,43 @@ def status_table(rows: list[tuple[str | None, str, str, float | None]]) -> None:
     """The board of checks: one icon per status, the check, what it found, how long it took.
 
     A Markdown table (every cell escaped) rather than a data grid: screen readers and find-in-page see it."""
-    out = ["| | Check | Result | Details | Time |", "|---|---|---|---|---:|"]
+    out = [f"| | {T('ui.render.col_check')} | {T('ui.render.col_result')} | {T('ui.render.col_details')} | "
+           f"{T('ui.render.col_time')} |", "|---|---|---|---|---:|"]
     for status, title, details, dur in rows:
-        t = f"{float(dur):.1f}\u00a0s" if isinstance(dur, (int, float)) else ""
+        t = T("ui.render.seconds", seconds=float(dur)) if isinstance(dur, (int, float)) else ""
         out.append(f"| {STATUS_GLYPH.get(status or '', ':gray[:material/help:]')} | {safe.md_inline(title, 80)} | "
-                   f"{STATUS_WORD.get(status or '', safe.md_inline(status))} | {safe.md_inline(details, 160)} | {t} |")
+                   f"{status_word(status, safe.md_inline(status))} | {safe.md_inline(details, 160)} | {t} |")
     st.markdown("\n".join(out))
 
 
 def legend() -> None:
-    st.caption("  ".join(f"{STATUS_GLYPH[k]} {STATUS_WORD[k]}" for k in ("ok", "warn", "fail", "timeout", "crashed",
+    st.caption("  ".join(f"{STATUS_GLYPH[k]} {status_word(k)}" for k in ("ok", "warn", "fail", "timeout", "crashed",
                                                                           "skipped")))
 
 
 def probe_board(probes: list[dict[str, Any]]) -> None:
-    st.subheader("Checks")
+    st.subheader(T("ui.render.checks"))
     counts: dict[str, int] = {}
     for p in probes:
         counts[p.get("status")] = counts.get(p.get("status"), 0) + 1
-    st.markdown(" · ".join(f"{STATUS_GLYPH.get(k, '?')} {n} {STATUS_WORD.get(k, safe.md_inline(k))}"
+    st.markdown(" · ".join(f"{STATUS_GLYPH.get(k, '?')} {n} {status_word(k, safe.md_inline(k))}"
                           for k, n in counts.items()))
     status_table([(p.get("status"), p.get("title") or p.get("id"), p.get("summary") or p.get("error") or "",
                    p.get("duration_s")) for p in probes])
     troubled = [p for p in probes if p.get("status") in ("fail", "warn", "timeout", "crashed") and
                 (p.get("error") or p.get("evidence") or p.get("output_tail"))]
     if troubled:
-        with st.expander(f"What the {len(troubled)} check(s) that did not pass saw"):
+        with st.expander(T("ui.render.troubled_checks", count=len(troubled))):
             for p in troubled:
                 st.markdown(f"**{STATUS_GLYPH.get(p.get('status'), '?')} {safe.md_inline(p.get('title') or p.get('id'))}**"
-                            f" — {STATUS_WORD.get(p.get('status'), '')}")
+                            f" — {status_word(p.get('status'), '')}")
                 lines = []
                 if p.get("error"):
                     lines.append(str(p["error"]))
                 for e in (p.get("evidence") or [])[:8]:
                     lines.append(f"{e.get('source', '')}: {e.get('excerpt', '')}")
                 if p.get("status") in ("crashed", "timeout") and p.get("output_tail"):
-                    lines.append("last output:\n" + str(p["output_tail"])[-2000:])
+                    lines.append(T("ui.render.last_output") + "\n" + str(p["output_tail"])[-2000:])
                 st.code("\n".join(lines), language=None, wrap_lines=True)
 
 
@@ -124,47 +141,81 @@ def evidence_html(e: dict[str, Any], patterns: list[Any]) -> str:
                         spans.append((m.start(), m.end()))
             except Exception:
                 continue
-    kind = "fact" if e.get("kind") == "fact" else "log"
-    return (f'<div class="gd-ev"><span class="gd-src">{safe.esc(where)} ({kind})</span>\n'
+    kind = T("ui.render.kind_fact") if e.get("kind") == "fact" else T("ui.render.kind_log")
+    return (f'<div class="gd-ev"><span class="gd-src">{safe.esc(where)} ({safe.esc(kind)})</span>\n'
             f"{safe.highlight(text, spans)}</div>")
 
 
 def diagnosis_card(d: dict[str, Any], patterns: dict[str, list[Any]], expanded: bool = False) -> None:
     glyph = SEV_GLYPH.get(d.get("severity"), "")
-    label = (f"{glyph} {safe.md_inline(d.get('title'))}  ·  {SEV_WORD.get(d.get('severity'), '')}  ·  "
-             f"confidence {float(d.get('confidence') or 0):.0%}")
+    label = (f"{glyph} {safe.md_inline(d.get('title'))}  ·  {sev_word(d.get('severity'))}  ·  "
+             + T("ui.render.confidence", confidence=float(d.get("confidence") or 0)))
     with st.expander(label, expanded=expanded):
+        translation_note(d)
         if d.get("consequence_of"):
-            st.caption("Probably a consequence of: " + ", ".join(safe.md_inline(x) for x in d["consequence_of"]))
+            st.caption(T("ui.render.consequence_of",
+                         causes=", ".join(safe.md_inline(x) for x in d["consequence_of"])))
         ev = d.get("evidence") or []
         if ev:
-            st.markdown("**Evidence**")
+            st.markdown(T("ui.render.evidence"))
             st.markdown("".join(evidence_html(e, patterns.get(str(d.get("id")), [])) for e in ev[:12]),
                         unsafe_allow_html=True)
-        st.markdown("**How to fix it**")
-        st.markdown(safe.md_html(d.get("fix") or "(no fix recorded)"), unsafe_allow_html=True)
+        st.markdown(T("ui.render.how_to_fix"))
+        st.markdown(safe.md_html(d.get("fix") or T("ui.render.no_fix")), unsafe_allow_html=True)
         if d.get("cause"):
-            st.markdown("**Why this happens**")
+            st.markdown(T("ui.render.why"))
             st.markdown(safe.md_html(d["cause"]), unsafe_allow_html=True)
         links = [u for u in (d.get("links") or []) if isinstance(u, str) and u.startswith(("http://", "https://"))]
         if links:
-            st.markdown("**Sources**")
+            st.markdown(T("ui.render.sources"))
             st.markdown(safe.md_html("\n".join(f"- <{u}>" for u in links)), unsafe_allow_html=True)
-        st.caption(f"Knowledge-base entry: {safe.md_inline(d.get('id'))}")
+        st.caption(T("ui.render.kb_entry", id=safe.md_inline(d.get("id"))))
+
+
+def translation_note(d: dict[str, Any]) -> None:
+    """A line under KB prose that is not in the visitor's language, or whose translation is older than the English."""
+    if lang() == "en" or not d.get("lang"):
+        return
+    if d.get("lang") == "en":
+        st.caption(T("ui.kb.translation_missing"))
+    elif d.get("translation_stale"):
+        st.caption(T("ui.kb.translation_stale"))
+
+
+def localized(rep: dict[str, Any]) -> dict[str, Any]:
+    """A copy of *rep* whose diagnoses carry the KB prose (title, symptoms, cause, fix) in the visitor's language;
+    what the matcher found (ids, evidence, confidence) is unchanged."""
+    code = lang()
+    if code == "en" or rep.get("_lang") == code:
+        return rep
+    try:
+        from diagnostics.i18n import localize_diagnoses
+        from diagnostics.service import get_kb
+
+        kb, _ = get_kb()
+    except Exception:
+        return rep
+    out = dict(rep)
+    for key in ("diagnoses", "not_ruled_out"):
+        if rep.get(key):
+            out[key] = localize_diagnoses(list(rep[key]), kb, code)
+    out["_lang"] = code
+    return out
 
 
 def diagnoses(report: dict[str, Any]) -> None:
+    report = localized(report)
     ds = report.get("diagnoses") or []
     real = [d for d in ds if not d.get("benign")]
     benign = [d for d in ds if d.get("benign")]
-    st.subheader("Likely causes, most likely first")
+    st.subheader(T("ui.render.causes"))
     patterns = _kb_patterns() if ds else {}
     if not real:
-        st.success("No known problem matched.")
+        st.success(T("ui.render.no_match"))
     for i, d in enumerate(real):
         diagnosis_card(d, patterns, expanded=(i == 0))
     if benign:
-        with st.expander(f"{len(benign)} harmless message(s) seen (information only)", icon=":material/info:"):
+        with st.expander(T("ui.render.benign_count", count=len(benign)), icon=":material/info:"):
             for d in benign:
                 st.markdown(f"- **{safe.md_inline(d.get('title'))}** ({safe.md_inline(d.get('id'))})")
                 ev = d.get("evidence") or []
@@ -173,7 +224,7 @@ def diagnoses(report: dict[str, Any]) -> None:
                                 unsafe_allow_html=True)
     nro = report.get("not_ruled_out") or []
     if nro:
-        with st.expander(f"{len(nro)} cause(s) not ruled out (a check could not run)", icon=":material/help:"):
+        with st.expander(T("ui.render.not_ruled_out_count", count=len(nro)), icon=":material/help:"):
             for d in nro:
                 st.markdown(f"- **{safe.md_inline(d.get('title'))}**: {safe.md_inline(d.get('reason'))}")
 
@@ -183,8 +234,8 @@ def facts_table(facts: dict[str, Any]) -> None:
         from diagnostics.facts import CATALOGUE
     except Exception:
         CATALOGUE = {}
-    rows = [{"fact": k, "value": safe.short(fmt_value(v), 300),
-             "meaning": (CATALOGUE.get(k) or ("", ""))[1]} for k, v in sorted(facts.items())]
+    rows = [{T("ui.render.col_fact"): k, T("ui.render.col_value"): safe.short(fmt_value(v), 300),
+             T("ui.render.col_meaning"): (CATALOGUE.get(k) or ("", ""))[1]} for k, v in sorted(facts.items())]
     st.dataframe(rows, hide_index=True, width="stretch")
 
 
@@ -206,58 +257,59 @@ def token_curve(gen: dict[str, Any], prefix: str = "") -> list[tuple[float, int]
 
 
 def generation(gen: dict[str, Any]) -> None:
-    st.subheader("Test generation")
+    st.subheader(T("ui.render.test_generation"))
     status = gen.get("status")
     if not gen.get("tokens_per_s"):
-        word = {"skipped": "was skipped", "timeout": "timed out", "crashed": "crashed", "fail": "failed"}.get(
-            str(status), "did not produce figures")
-        st.warning(f"The test generation {word}.")
+        word = T(f"generation_word.{status}") if status in ("skipped", "timeout", "crashed", "fail") else \
+            T("ui.render.no_figures")
+        st.warning(T("ui.render.generation_word", word=word))
         if gen.get("error"):
             st.code(str(gen["error"]), language=None, wrap_lines=True)
         return
     dev = str(gen.get("device") or "?")
-    st.caption(f"Model {safe.md_inline(gen.get('model'))}, ran on {safe.md_inline(dev)}"
-               f"{', ' + safe.md_inline(gen.get('dtype')) if gen.get('dtype') else ''}.")
+    st.caption(T("ui.render.model_ran_on", model=safe.md_inline(gen.get("model")), device=safe.md_inline(dev),
+                 dtype=", " + safe.md_inline(gen.get("dtype")) if gen.get("dtype") else ""))
     c = st.columns(5)
-    c[0].metric("Device", dev.upper() if dev in ("cpu", "cuda") else dev,
-                help="cuda also means a ROCm GPU: PyTorch calls both 'cuda'")
-    c[1].metric("Tokens per second", f"{gen.get('tokens_per_s', 0):.1f}")
-    c[2].metric("Time to first token", f"{gen.get('ttft_s') or 0:.3f} s")
-    c[3].metric("Model load", f"{gen.get('load_s') or 0:.2f} s")
+    c[0].metric(T("ui.render.device"), dev.upper() if dev in ("cpu", "cuda") else dev, help=T("ui.render.device_help"))
+    c[1].metric(T("ui.render.tokens_per_s"), f"{gen.get('tokens_per_s', 0):.1f}")
+    c[2].metric(T("ui.render.ttft"), T("ui.render.seconds_value", value=f"{gen.get('ttft_s') or 0:.3f}"))
+    c[3].metric(T("ui.render.model_load"), T("ui.render.seconds_value", value=f"{gen.get('load_s') or 0:.2f}"))
     rss = gen.get("peak_rss_bytes")
-    c[4].metric("Peak memory (host)", f"{rss / (1 << 20):.0f} MiB" if isinstance(rss, (int, float)) else "n/a")
+    c[4].metric(T("ui.render.peak_host_memory"),
+                f"{rss / (1 << 20):.0f} MiB" if isinstance(rss, (int, float)) else T("ui.render.na"))
     for w in gen.get("warnings") or []:
         st.warning(str(w))
-    curves = {f"on the {dev.upper() if dev == 'cpu' else 'GPU'}": token_curve(gen)}
+    curves = {T("ui.render.on_cpu") if dev == "cpu" else T("ui.render.on_gpu"): token_curve(gen)}
     if gen.get("cpu_tokens_per_s"):
         cpu = token_curve({"new_tokens": gen.get("new_tokens"), "ttft_s": gen.get("cpu_ttft_s"),
                            "tokens_per_s": gen.get("cpu_tokens_per_s"), "token_times": gen.get("cpu_token_times")})
-        curves["on the CPU"] = cpu
+        curves[T("ui.render.on_cpu")] = cpu
     curves = {k: v for k, v in curves.items() if v}
     if curves:
-        rows = [{"seconds": t, "tokens": n, "run": name} for name, pts in curves.items() for t, n in pts]
+        xs, ys, run, tps = (T("ui.render.axis_seconds"), T("ui.render.axis_tokens"), T("ui.render.axis_run"),
+                            T("ui.render.axis_tokens_per_s"))
+        rows = [{xs: t, ys: n, run: name} for name, pts in curves.items() for t, n in pts]
         compare = bool(gen.get("cpu_tokens_per_s"))
         left, right = st.columns([3, 2] if compare else [3, 1])
         with left:
-            st.markdown("**Tokens generated over time**")
-            st.line_chart(rows, x="seconds", y="tokens", color="run", height=240)
+            st.markdown(T("ui.render.token_curve"))
+            st.line_chart(rows, x=xs, y=ys, color=run, height=240)
             if not gen.get("token_times"):
-                st.caption("Drawn from the measured time to first token and decode rate.")
+                st.caption(T("ui.render.curve_help"))
         with right:
             if compare:
-                st.markdown("**Speed, GPU against CPU**")
-                bars = [{"run": "GPU", "tokens per second": float(gen["tokens_per_s"])},
-                        {"run": "CPU", "tokens per second": float(gen["cpu_tokens_per_s"])}]
-                st.bar_chart(bars, x="run", y="tokens per second", height=200, horizontal=True)
+                st.markdown(T("ui.render.speed_gpu_cpu"))
+                bars = [{run: "GPU", tps: float(gen["tokens_per_s"])},
+                        {run: "CPU", tps: float(gen["cpu_tokens_per_s"])}]
+                st.bar_chart(bars, x=run, y=tps, height=200, horizontal=True)
                 if gen.get("gpu_vs_cpu_ratio"):
-                    st.caption(f"The GPU generated {float(gen['gpu_vs_cpu_ratio']):.2f}× as fast as the CPU.")
+                    st.caption(T("ui.render.gpu_ratio", ratio=float(gen["gpu_vs_cpu_ratio"])))
             elif dev == "cpu":
-                st.info("The model ran on the CPU: this interpreter's torch has no usable GPU, so there is no GPU "
-                        "figure to compare.", icon=":material/info:")
+                st.info(T("ui.render.ran_on_cpu"), icon=":material/info:")
             elif gen.get("cpu_compare_skipped"):
-                st.caption("CPU comparison skipped: " + safe.md_inline(gen["cpu_compare_skipped"]))
+                st.caption(T("ui.render.cpu_compare_skipped", reason=safe.md_inline(gen["cpu_compare_skipped"])))
     if gen.get("text"):
-        with st.expander("Generated text"):
+        with st.expander(T("ui.render.generated_text")):
             st.text(str(gen["text"])[:4000])
 
 
@@ -268,37 +320,39 @@ def headline(rep: dict[str, Any]) -> None:
 
         verdict = _v(rep)
     if verdict == "problems":
-        top = next((d for d in rep.get("diagnoses") or [] if not d.get("benign")), None)
-        st.error("**Problem found:** " + (safe.md_inline(top.get("title")) if top else "see below"), icon=":material/report:")
+        top = next((d for d in localized(rep).get("diagnoses") or [] if not d.get("benign")), None)
+        st.error(T("ui.render.problem_found", title=safe.md_inline(top.get("title")) if top else T("ui.render.see_below")),
+                 icon=":material/report:")
     elif verdict == "incomplete":
-        st.warning("Some checks crashed or timed out; the diagnosis may be incomplete.", icon=":material/warning:")
+        st.warning(T("ui.render.incomplete"), icon=":material/warning:")
     else:
-        st.success("No known problem found.", icon=":material/check_circle:")
+        st.success(T("ui.render.no_problem"), icon=":material/check_circle:")
 
 
 def logs(rep: dict[str, Any]) -> None:
     lg = rep.get("logs") or []
     if lg:
-        with st.expander(f"Pasted logs and dumps ({len(lg)})"):
+        with st.expander(T("ui.sessions.pasted_logs", count=len(lg))):
             for item in lg:
-                st.caption(safe.md_inline(item.get("name") or "log"))
+                st.caption(safe.md_inline(item.get("name") or T("ui.render.kind_log")))
                 st.code(str(item.get("text") or "")[:20000], language=None, wrap_lines=True)
 
 
 def removed_table(replacements: list[dict[str, Any]], identity: dict[str, int] | None = None) -> None:
     """What redaction takes out of a shared report: the kind and the place of each secret, never its value."""
-    rows = [{"replaced by": str(r.get("placeholder", "")), "what": str(r.get("kind", "")),
-             "where": ", ".join(map(str, r.get("where") or []))[:300]} for r in replacements or []]
+    rows = [{T("ui.render.col_replaced_by"): str(r.get("placeholder", "")), T("ui.render.col_what"): str(r.get("kind", "")),
+             T("ui.render.col_where"): ", ".join(map(str, r.get("where") or []))[:300]} for r in replacements or []]
     if rows:
         st.dataframe(rows, hide_index=True, width="stretch")
     else:
-        st.caption("No secret found in it.")
+        st.caption(T("ui.render.no_secret"))
     hits = {k: v for k, v in (identity or {}).items() if v}
     if hits:
-        st.caption("Identity masked: " + ", ".join(f"{safe.md_inline(k)} × {v}" for k, v in hits.items()))
+        st.caption(T("ui.render.identity_masked", items=", ".join(f"{safe.md_inline(k)} × {v}" for k, v in hits.items())))
 
 
 def report(rep: dict[str, Any], show_headline: bool = True) -> None:
+    rep = localized(rep)
     if show_headline:
         headline(rep)
     diagnoses(rep)
@@ -310,12 +364,13 @@ def report(rep: dict[str, Any], show_headline: bool = True) -> None:
         generation(gen)
     parsed = rep.get("parsed") or []
     if parsed:
-        st.caption("Read: " + "; ".join(f"{safe.md_inline(p.get('name'))} as {safe.md_inline(p.get('kind'))} "
-                                         f"({len(p.get('facts') or {})} facts)" for p in parsed))
+        st.caption(T("ui.render.read", items="; ".join(
+            T("ui.render.read_item", name=safe.md_inline(p.get("name")), kind=safe.md_inline(p.get("kind")),
+              count=len(p.get("facts") or {})) for p in parsed)))
     notes = [str(n) for n in (rep.get("notes") or []) if n]
     if notes:
-        with st.expander(f"{len(notes)} note(s) about the input", icon=":material/sticky_note_2:"):
+        with st.expander(T("ui.render.notes_count", count=len(notes)), icon=":material/sticky_note_2:"):
             st.code("\n".join(notes), language=None, wrap_lines=True)
     logs(rep)
-    with st.expander(f"All facts ({len(rep.get('facts') or {})})"):
+    with st.expander(T("ui.render.all_facts", count=len(rep.get("facts") or {}))):
         facts_table(rep.get("facts") or {})
