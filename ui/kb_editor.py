@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import streamlit as st
 
+from diagnostics.i18n import localized_entry, t
 from diagnostics.service import get_kb
 from ui import common, kbtools, render, safe
+from ui.common import T, lang
 
 MATCH_LIMIT = 300
+LANG = lang()
+# where a new text can start from: the option values are the English words (stable; what tests and links use),
+# shown in the visitor's language
+START_KEYS = ("ui.kb_editor.start_template", "ui.kb_editor.start_entry", "ui.kb_editor.start_session_new",
+              "ui.kb_editor.start_session_case")
+TEMPLATE, EXISTING, SESSION_NEW, SESSION_CASE = (t(k, "en") for k in START_KEYS)
+START_LABEL = {t(k, "en"): k for k in START_KEYS}
 
 common.style()
 kb, _ = get_kb()
@@ -16,9 +25,8 @@ if "editor_seed" in st.session_state:  # "Edit a copy" on the Knowledge base pag
     st.session_state["yaml"] = st.session_state.pop("editor_seed")
 st.session_state.setdefault("yaml", kbtools.template())
 
-st.title("Write a knowledge-base entry")
-st.caption("An entry is data: conditions over facts and log lines, the cause and the fix, and its own test "
-           "cases. Check it here, download the YAML and open a pull request that adds it as kb/<id>.yaml.")
+st.title(T("ui.kb_editor.title"))
+st.caption(T("ui.kb_editor.intro"))
 
 store = common.store()
 recent: list[dict] = []
@@ -26,11 +34,17 @@ if store is not None:
     try:
         recent, _ = store.list_sessions(page_size=100)
     except Exception as exc:
-        st.warning(f"Saved sessions are not available: {exc}")
+        st.warning(T("ui.sessions.unavailable", error=exc))
 
 
 def _session_label(r: dict) -> str:
-    return f"{common.fmt_time(r['created_at'])} · {r['host']} · {r['top_diagnosis_id'] or 'no finding'} · {r['id'][:8]}"
+    return (f"{common.fmt_time(r['created_at'])} · {r['host']} · {r['top_diagnosis_id'] or T('ui.sessions.no_finding')}"
+            f" · {r['id'][:8]}")
+
+
+def _entry_label(eid: str) -> str:
+    e = kb.by_id()[eid]
+    return f"{localized_entry(e, LANG)['title']} ({eid})"
 
 
 def _load() -> None:
@@ -39,64 +53,68 @@ def _load() -> None:
     sid = st.session_state.get("start_session")
     eid = st.session_state.get("start_entry")
     try:
-        if how == "the template":
+        if how == TEMPLATE:
             st.session_state["yaml"] = kbtools.template()
-        elif how == "an existing entry" and eid:
+        elif how == EXISTING and eid:
             st.session_state["yaml"] = kbtools.entry_source(kb.by_id()[eid])
-        elif how == "a saved session, as a new entry" and sid:
+        elif how == SESSION_NEW and sid:
             st.session_state["yaml"] = kbtools.new_entry_from_session(store.get(sid))
-        elif how == "a saved session, as a test case of an existing entry" and sid and eid:
+        elif how == SESSION_CASE and sid and eid:
             case = kbtools.session_case(store.get(sid), expect=st.session_state.get("start_expect", "fire"))
             st.session_state["yaml"] = kbtools.add_case(kbtools.entry_source(kb.by_id()[eid]), case)
         else:
-            st.session_state["load_msg"] = "Choose what to start from first."
+            st.session_state["load_msg"] = T("ui.kb_editor.choose_first")
     except Exception as exc:
-        st.session_state["load_msg"] = f"Could not load it: {exc}"
+        st.session_state["load_msg"] = T("ui.kb_editor.load_failed", error=exc)
 
 
-with st.expander("Start from…", expanded=False):
-    how = st.radio("Start from", ["the template", "an existing entry", "a saved session, as a new entry",
-                                  "a saved session, as a test case of an existing entry"], key="start",
-                   horizontal=True, label_visibility="collapsed")
-    if "session" in how:
+with st.expander(T("ui.kb_editor.start_from_placeholder"), expanded=False):
+    how = st.radio(T("ui.kb_editor.start_from"), [TEMPLATE, EXISTING, SESSION_NEW, SESSION_CASE], key="start",
+                   horizontal=True, label_visibility="collapsed", format_func=lambda o: T(START_LABEL.get(o, o)))
+    if how in (SESSION_NEW, SESSION_CASE):
         if recent:
             labels = {r["id"]: _session_label(r) for r in recent}
-            st.selectbox("Saved session", list(labels), format_func=lambda i: labels[i], key="start_session")
+            st.selectbox(T("ui.kb_editor.saved_session"), list(labels), format_func=lambda i: labels[i],
+                         key="start_session")
         else:
-            st.info("No saved session yet: save one on the Diagnose page first.")
-    if "existing entry" in how:
-        st.selectbox("Entry", ids, key="start_entry", format_func=lambda i: f"{kb.by_id()[i].title} ({i})")
-    if "test case" in how:
-        st.radio("The session should make the entry", ["fire", "silent"], key="start_expect", horizontal=True)
-    st.button("Load into the editor (replaces the text below)", on_click=_load, key="load")
+            st.info(T("ui.kb_editor.no_sessions"))
+    if how in (EXISTING, SESSION_CASE):
+        st.selectbox(T("ui.kb_editor.entry"), ids, key="start_entry", format_func=_entry_label)
+    if how == SESSION_CASE:
+        st.radio(T("ui.kb_editor.session_expect"), ["fire", "silent"], key="start_expect", horizontal=True,
+                 format_func=lambda o: T(f"ui.kb_editor.expect_{o}"))
+    st.button(T("ui.kb_editor.load"), on_click=_load, key="load")
     if st.session_state.get("load_msg"):
         st.warning(st.session_state.pop("load_msg"))
 
 left, right = st.columns([3, 2])
 with left:
-    text = st.text_area("Entry (YAML)", key="yaml", height=560,
-                        help="Checked whenever the text area loses focus or you press Ctrl+Enter.")
-v = kbtools.validate(text or "", existing_ids=ids)
+    text = st.text_area(T("ui.kb_editor.entry_yaml"), key="yaml", height=560, help=T("ui.kb_editor.entry_help"))
+v = kbtools.validate(text or "", existing_ids=ids, lang=LANG)
 with right:
-    st.subheader("Check")
+    st.subheader(T("ui.kb_editor.check"))
     if v.error is not None:
-        st.error(f"**Line {v.error.line}, column {v.error.col}:** {safe.md_inline(v.error.message, 500)}")
+        st.error(T("ui.kb_editor.error_at", line=v.error.line, col=v.error.col,
+                   message=safe.md_inline(v.error.message, 500)))
         st.code(kbtools.error_context(text or "", v.error), language=None)
-        st.caption("`kb lint` reports it as:")
+        st.caption(T("ui.kb_editor.lint_reports"))
         st.code(str(v.error), language=None, wrap_lines=True)
     else:
         e = v.entry
-        st.success(f"Valid entry `{e.id}`: `kb lint` accepts it.")
+        st.success(T("ui.kb_editor.valid", id=e.id))
         for w in v.warnings:
             st.info(w)
         passed = sum(c["ok"] for c in v.cases)
-        (st.success if passed == len(v.cases) else st.error)(f"Its own cases: {passed} of {len(v.cases)} pass.")
-        st.markdown("\n".join(["| | Case | Line | Expected | Got |", "|---|---|---:|---|---|"] + [
+        (st.success if passed == len(v.cases) else st.error)(T("ui.kb_editor.cases_pass", passed=passed,
+                                                               total=len(v.cases)))
+        head = " | ".join(T(k) for k in ("ui.kb_editor.col_case", "ui.kb_editor.col_line", "ui.kb_editor.col_expected",
+                                         "ui.kb_editor.col_got"))
+        st.markdown("\n".join([f"| | {head} |", "|---|---|---:|---|---|"] + [
             f"| {':green[:material/check:]' if c['ok'] else ':red[:material/close:]'} | {safe.md_inline(c['case'], 90)} | "
             f"{c['line']} | {c['expect']} | {c['got']} |" for c in v.cases]))
-        st.subheader("Saved sessions it would match")
+        st.subheader(T("ui.kb_editor.sessions_matched"))
         if store is None:
-            st.caption("The session database is not available.")
+            st.caption(T("ui.kb_editor.no_db"))
         else:
             # the same text against the same set of sessions gives the same answer: reuse it between reruns
             key = (text, store.count(), recent[0]["updated_at"] if recent else None)
@@ -107,20 +125,22 @@ with right:
                 hits, seen = kbtools.sessions_matching(e, store, limit=MATCH_LIMIT)
                 st.session_state["_matches"] = (key, (hits, seen))
             if not hits:
-                st.caption(f"None of the {seen} most recent saved sessions.")
+                st.caption(T("ui.kb_editor.recent_none", seen=seen))
             else:
-                st.caption(f"{len(hits)} of the {seen} most recent saved sessions.")
-                st.dataframe([{"open": f"{common.PATH_SESSIONS}?session={h['id']}",
-                               "when": common.fmt_time(h["created_at"]), "host": h["host"],
-                               "verdict": h["verdict"], "already diagnosed so": "yes" if h["already"] else "new"}
+                st.caption(T("ui.kb_editor.recent_hits", hits=len(hits), seen=seen))
+                col_open = T("ui.sessions.col_open")
+                st.dataframe([{col_open: f"{common.PATH_SESSIONS}?session={h['id']}",
+                               T("ui.sessions.col_when"): common.fmt_time(h["created_at"]),
+                               T("ui.sessions.col_host"): h["host"],
+                               T("ui.sessions.col_verdict"): render.verdict_word(h["verdict"]),
+                               T("ui.kb_editor.col_already"): T("value.yes") if h["already"] else T("ui.kb_editor.new")}
                               for h in hits], hide_index=True, width="stretch",
-                             column_config={"open": st.column_config.LinkColumn("open", display_text="open ↗")})
-        st.subheader("Preview")
+                             column_config={col_open: st.column_config.LinkColumn(
+                                 col_open, display_text=T("ui.sessions.open_link"))})
+        st.subheader(T("ui.kb_editor.preview"))
         with st.container(border=True):
             st.markdown(f"{render.SEV_GLYPH.get(e.severity, '')} **{safe.md_inline(e.title, 500)}**")
             st.markdown(safe.md_html(e.fix), unsafe_allow_html=True)
-    st.download_button("Download the YAML", icon=":material/download:", data=(text or "").encode("utf-8"),
+    st.download_button(T("ui.kb.download_yaml"), icon=":material/download:", data=(text or "").encode("utf-8"),
                        file_name=f"{kbtools.guess_id(text or '')}.yaml", mime="application/x-yaml",
-                       disabled=v.error is not None, key="download_yaml",
-                       help="Save it as kb/<id>.yaml in a clone of the project, run "
-                            "`python -m diagnostics kb test --run <id>`, and open a pull request.")
+                       disabled=v.error is not None, key="download_yaml", help=T("ui.kb_editor.how_to_submit"))
