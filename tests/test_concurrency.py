@@ -205,3 +205,41 @@ def test_many_run_save_processes_one_database(db_url, n):  # noqa: F811
             assert json.loads(stored) == json.loads(dumps(expected)), sid
             assert stored == st.get_json(sid)  # and reading it again gives the same bytes
     assert wall < 240, wall
+
+
+# ---------------------------------------------------------------------------------------- the web app
+
+
+def test_several_app_sessions_diagnose_at_once(tmp_path, monkeypatch):
+    """Three browser sessions of the Streamlit app press "Diagnose this machine" together while a fourth
+    diagnoses a pasted log (AppTest runs the real pages; the live diagnoses run as background jobs in this
+    one process, as on the server).  Each session gets its own complete report; none sees an exception."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'sessions.db'}")
+    before = _own_children()
+    live = [AppTest.from_file("../app.py", default_timeout=60).run() for _ in range(3)]
+    for at in live:
+        assert not at.exception
+        at.button[0].click().run()
+    paste = AppTest.from_file("../ui/diagnose.py", default_timeout=60).run()
+    paste.text_area(key="paste").input(LOGS["idf"] + LOGS["abort"])
+    paste.button(key="diagnose_text").click().run()
+    assert not paste.exception
+    assert {"hip-no-binary-for-gpu", "hip-invalid-device-function"} <= set(_ids(paste.session_state["report"]))
+    t0 = time.monotonic()
+    pending = list(live)
+    while pending and time.monotonic() - t0 < 120:
+        time.sleep(0.3)
+        for at in list(pending):
+            at.run()
+            assert not at.exception, at.exception
+            if "report" in at.session_state:
+                pending.remove(at)
+    assert not pending, "a session never got its report"
+    reports = [at.session_state["report"] for at in live]
+    assert len({r["session_id"] for r in reports}) == 3
+    for r in reports:
+        assert r["probes"] and all(p["status"] != "timeout" for p in r["probes"])
+        assert _ids(r) == _ids(reports[0])
+    assert not _wait_no_new_children(before), "probe processes left behind"
