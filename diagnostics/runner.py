@@ -154,7 +154,7 @@ def signal_name(num: int) -> str:
         return f"signal {num}"
 
 
-TOKEN_VAR = "GPU_DOCTOR_RUN"  # + "_<token>=1": nested runs each add their own
+TOKEN_VAR = "DIAG_RUN"  # + "_<token>=1": nested runs each add their own (no GPU_/HIP_ prefix: the env probe skips it)
 
 
 def sweep_token(token: str) -> list[int]:

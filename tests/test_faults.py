@@ -37,7 +37,7 @@ from diagnostics.runner import Collected, parse_record, run_child
 from tests.fakes import ABORT_ON_DEVICE, FLOOD, HANG, SEGFAULT, make_fake_torch
 
 ROOT = Path(__file__).resolve().parent.parent
-MARK = "GPU_DOCTOR_FAULT_TEST"
+MARK = "DIAG_FAULT_TEST"
 NO_DAC = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
 
 
@@ -227,6 +227,12 @@ def test_hang_on_first_device_call_keeps_what_came_before(box, tmp_path):
     assert rep["facts"]["torch.build"] == "rocm"
     assert rep["facts"]["torch.version"] == "2.3.0+rocm5.7"
     assert "torch.cuda_available" not in rep["facts"]
+
+
+def test_the_runners_own_marker_is_not_reported_as_a_gpu_variable(box):
+    p, _ = box.cli(["run", "--json", "--no-generate", "--timeout", "30"])
+    rep = report_of(p)
+    assert not [k for k in rep["facts"] if "DIAG_" in k or "DOCTOR" in k], rep["facts"].get("env.set_names")
 
 
 def test_protocol_spoofing_child_cannot_plant_bad_facts(box, tmp_path):
