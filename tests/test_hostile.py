@@ -398,8 +398,6 @@ def test_sql_and_fts_metacharacters_in_every_search_field(db_url):  # noqa: F811
         assert st.count() == n == len(ids)  # nothing was dropped or changed
 
 
-@pytest.mark.xfail(strict=True, reason="store owner: a NUL in a search field raises DataError on PostgreSQL and "
-                                      "matches every session in SQLite's GPU filter (reported to the lead)")
 def test_nul_in_search_fields(db_url):  # noqa: F811
     from diagnostics.store import Store
     from tests.test_store_common import sample_report

@@ -396,6 +396,10 @@ class Store:
         since/until: ISO dates or times (a bare date for until means the end of that day)."""
         page = max(1, int(page))
         page_size = max(1, min(int(page_size), 1000))
+        # no stored text holds a NUL (redaction and JSON keep it out), so a search for one matches nothing;
+        # answering here also keeps it away from PostgreSQL, which refuses NUL in a query parameter
+        if any(isinstance(x, str) and "\x00" in x for x in (query, host, gpu, verdict, status)):
+            return [], 0
         words = (query or "").lower().split()
         g = (gpu or "").lower().strip()
         if status and status not in STATUSES:
