@@ -22,6 +22,7 @@ KB_DIR = Path(__file__).resolve().parent.parent / "kb"
 MAX_ENTRY_BYTES = 256 * 1024
 MAX_DEPTH = 40
 MAX_PATTERN_LEN = 2000
+MAX_REPEAT = 100
 SEVERITIES = ("critical", "error", "warning", "info")
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{1,80}$")
@@ -254,6 +255,10 @@ def compile_pattern(pattern: str) -> Any:
         raise ValueError(f"pattern longer than {MAX_PATTERN_LEN} characters")
     if not pattern:
         raise ValueError("empty pattern")
+    for m in re.finditer(r"\{(\d+)(?:,(\d*))?\}", pattern):
+        if max(int(m.group(1)), int(m.group(2) or 0)) > MAX_REPEAT:
+            # RE2 stays linear, but a large counted repetition multiplies the automaton and slows every scan
+            raise ValueError(f"counted repetition {m.group(0)} is above {MAX_REPEAT}; use + or * instead")
     try:
         return re2.compile(pattern)
     except re2.error as exc:

@@ -147,3 +147,8 @@ def test_store_statuses_match_the_cli_choices():
     from diagnostics.store.models import STATUSES
 
     assert STATUSES == ("new", "investigating", "resolved")
+
+
+def test_large_counted_repetition_rejected():
+    e = err_of(GOOD.replace("'hipErrorNoBinaryForGpu'", r"'[^x]{500}hip'"))
+    assert "counted repetition" in e.message and e.line == 6
