@@ -37,7 +37,7 @@ def _pasted() -> list[tuple[str, str]]:
     items: list[tuple[str, str]] = []
     text = st.session_state.get("paste") or ""
     if text.strip():
-        items.append((T("ui.render.source_pasted"), text))
+        items.append((render.PASTED, text))  # stored under the English name; shown in the visitor's language
     for f in st.session_state.get("uploads") or []:
         data = f.getvalue()[:MAX_UPLOAD_BYTES]
         items.append((f.name, service.decode_text(data, f.name)))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from diagnostics.i18n import localized_entry
+from diagnostics.i18n import localized_entry, t
 from diagnostics.kb import SEVERITIES
 from diagnostics.service import get_kb
 from ui import common, kbtools, render, safe
@@ -101,7 +101,7 @@ def list_entries() -> None:
     query = c1.text_input(T("ui.kb.search_label"), key="kbq", placeholder=T("ui.kb.search_placeholder"))
     sel_tags = c2.multiselect(T("ui.kb.tags"), tags, key="tags", placeholder=T("ui.kb.any_tag"))
     sevs = c3.multiselect(T("ui.kb.severity"), list(SEVERITIES), key="sev", placeholder=T("ui.kb.any_severity"),
-                          format_func=render.sev_word)
+                          format_func=lambda s: t(f"severity_word.{s}", LANG))
     found = kbtools.search(kb.entries, query, sel_tags, sevs)
     st.caption(T("ui.kb.count", found=len(found), total=len(kb.entries)))
     if not found:

@@ -70,7 +70,7 @@ def _load() -> None:
 
 with st.expander(T("ui.kb_editor.start_from_placeholder"), expanded=False):
     how = st.radio(T("ui.kb_editor.start_from"), [TEMPLATE, EXISTING, SESSION_NEW, SESSION_CASE], key="start",
-                   horizontal=True, label_visibility="collapsed", format_func=lambda o: T(START_LABEL.get(o, o)))
+                   horizontal=True, label_visibility="collapsed", format_func=lambda o: t(START_LABEL.get(o, o), LANG))
     if how in (SESSION_NEW, SESSION_CASE):
         if recent:
             labels = {r["id"]: _session_label(r) for r in recent}
@@ -82,7 +82,7 @@ with st.expander(T("ui.kb_editor.start_from_placeholder"), expanded=False):
         st.selectbox(T("ui.kb_editor.entry"), ids, key="start_entry", format_func=_entry_label)
     if how == SESSION_CASE:
         st.radio(T("ui.kb_editor.session_expect"), ["fire", "silent"], key="start_expect", horizontal=True,
-                 format_func=lambda o: T(f"ui.kb_editor.expect_{o}"))
+                 format_func=lambda o: t(f"ui.kb_editor.expect_{o}", LANG))
     st.button(T("ui.kb_editor.load"), on_click=_load, key="load")
     if st.session_state.get("load_msg"):
         st.warning(st.session_state.pop("load_msg"))

@@ -9,6 +9,7 @@ from typing import Any
 
 import streamlit as st
 
+from diagnostics.i18n import t
 from ui import safe
 from ui.common import T, lang
 
@@ -22,6 +23,8 @@ STATUS_KEY = {"ok": "status.passed", "warn": "status.warn", "fail": "status.fail
               "crashed": "status.crashed", "skipped": "status.skipped", "running": "status.running"}
 SEV_GLYPH = {"critical": ":red[:material/report:]", "error": ":red[:material/error:]",
              "warning": ":orange[:material/warning:]", "info": ":blue[:material/info:]"}
+PASTED = t("ui.render.source_pasted", "en")  # the name a pasted text is stored under (any language shows it translated)
+DESCRIPTION = t("report.source_description", "en")  # the source of evidence the symptom lexicon found
 SEVERITIES = ("critical", "error", "warning", "info")
 VERDICTS = ("problems", "incomplete", "healthy")
 
@@ -38,6 +41,15 @@ def sev_word(sev: str | None) -> str:
 
 def verdict_word(verdict: str | None) -> str:
     return T(f"verdict.{verdict}") if verdict in VERDICTS else str(verdict or "")
+
+
+def source_name(name: Any) -> str:
+    """The name of a log source for the screen: the pasted text in the visitor's language, other names as given."""
+    if name == PASTED:
+        return T("ui.render.source_pasted")
+    if name == DESCRIPTION:
+        return T("report.source_description")
+    return str(name or "")
 
 
 def fmt_value(v: Any) -> str:
@@ -124,7 +136,7 @@ def _kb_patterns() -> dict[str, list[Any]]:
 
 def evidence_html(e: dict[str, Any], patterns: list[Any]) -> str:
     """One evidence line as escaped HTML: where it came from, then the text with the matching part marked."""
-    where = str(e.get("source", ""))
+    where = source_name(e.get("source", ""))
     if e.get("line"):
         where += f":{e['line']}"
     text = str(e.get("excerpt", ""))
@@ -334,7 +346,7 @@ def logs(rep: dict[str, Any]) -> None:
     if lg:
         with st.expander(T("ui.sessions.pasted_logs", count=len(lg))):
             for item in lg:
-                st.caption(safe.md_inline(item.get("name") or T("ui.render.kind_log")))
+                st.caption(safe.md_inline(source_name(item.get("name")) or T("ui.render.kind_log")))
                 st.code(str(item.get("text") or "")[:20000], language=None, wrap_lines=True)
 
 

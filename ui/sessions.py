@@ -7,7 +7,8 @@ from typing import Any
 import streamlit as st
 
 from ui import auth, common, render, safe
-from ui.common import T
+from diagnostics.i18n import t
+from ui.common import T, lang
 
 PAGE_SIZE = 25
 VERDICTS = (None, "problems", "incomplete", "healthy")  # the verdict filter; None: any verdict
@@ -20,13 +21,19 @@ def _verdict_cell(v: str | None) -> str:
     return render.verdict_word(v)
 
 
-def _review_word(status: str | None) -> str:
-    """A review status (new, investigating, resolved) in the visitor's language."""
+def _review_word(status: str | None, code: str | None = None) -> str:
+    """A review status (new, investigating, resolved) in *code* (default: the visitor's language).  Used as a
+    widget's format_func, which may be called outside the page run: those pass the language they were made in."""
+    code = code or lang()
     if status is None:
-        return T("ui.sessions.any_status")
+        return t("ui.sessions.any_status", code)
     key = f"ui.sessions.review_{status}"
-    word = T(key)
+    word = t(key, code)
     return status if word == key else word
+
+
+def _review_format(code: str):
+    return lambda status: _review_word(status, code)
 
 
 def _open(sid: str | None) -> None:
@@ -146,7 +153,7 @@ def show_session(sid: str) -> None:
     c1, c2 = st.columns([1, 2], vertical_alignment="bottom")
     with c1:
         status = st.selectbox(T("ui.sessions.review_status"), STATUSES, index=STATUSES.index(info["status"]),
-                              key=f"status_{sid}", format_func=_review_word, disabled=not auth.is_reviewer(),
+                              key=f"status_{sid}", format_func=_review_format(lang()), disabled=not auth.is_reviewer(),
                               help=None if auth.is_reviewer() else T("ui.sessions.reviewers_only_status"))
         if status != info["status"] and auth.is_reviewer():
             store.set_status(sid, status)
@@ -221,10 +228,11 @@ def list_sessions() -> None:
     st.caption(T("ui.sessions.intro"))
     c1, c2, c3 = st.columns([3, 1, 1])
     query = c1.text_input(T("ui.sessions.search"), key="q", placeholder=T("ui.sessions.search_placeholder"))
+    code = lang()
     verdict = c2.selectbox(T("ui.sessions.verdict"), VERDICTS, key="verdict",
-                           format_func=lambda v: T("ui.sessions.any_verdict") if v is None else render.verdict_word(v))
+                           format_func=lambda v: t("ui.sessions.any_verdict" if v is None else f"verdict.{v}", code))
     status = c3.selectbox(T("ui.sessions.review_status"), [None, *STATUSES], key="status_filter",
-                          format_func=_review_word)
+                          format_func=_review_format(code))
     with st.expander(T("ui.sessions.more_filters")):
         d1, d2, d3, d4 = st.columns(4)
         host = d1.text_input(T("ui.sessions.host_exact"), key="host")
