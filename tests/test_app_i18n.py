@@ -211,6 +211,28 @@ def test_session_page(lang, store):
         assert_chinese(at)
 
 
+def test_generation_figures_in_chinese(store):
+    """The test-generation part of a report (metrics, curves, comparison) in Chinese."""
+    rep = pasted_report(NO_BINARY)
+    rep["source"] = "live"
+    rep["generation"] = {"status": "ok", "device": "cuda", "model": "builtin:tiny", "dtype": "float16",
+                         "new_tokens": 32, "tokens_per_s": 410.0, "decode_tokens_per_s": 450.0, "ttft_s": 0.012,
+                         "load_s": 0.8, "peak_rss_bytes": 900 << 20, "cpu_tokens_per_s": 80.0, "cpu_ttft_s": 0.03,
+                         "gpu_vs_cpu_ratio": 5.125, "text": "hello", "warnings": []}
+    rep["probes"] = [{"id": "torch", "title": "PyTorch build", "status": "fail", "duration_s": 1.5,
+                      "summary": "torch 2.5.1+rocm6.2", "error": None},
+                     {"id": "kfd", "title": "/dev/kfd", "status": "ok", "duration_s": 0.1, "summary": "", "error": None}]
+    sid = store.save(rep)
+    at = page("ui/sessions.py", "zh", session=sid)
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["每秒 token 数"] == "410.0" and metrics["首个 token 的延迟"] == "0.012 秒"
+    assert any("GPU 的生成速度是 CPU 的 5.12 倍" in c.value for c in at.caption)
+    board = next(m.value for m in at.markdown if m.value.startswith("| | 检查项 | 结果"))
+    assert "失败" in board and "通过" in board and "PyTorch build" in board   # probe titles come from the probes
+    assert_chinese(at)
+
+
 def test_session_link_with_lang_query_param(store):
     """?lang=zh in a shared link switches the page to Chinese, whatever was chosen before."""
     sid = store.save(pasted_report(NO_BINARY))
@@ -234,6 +256,9 @@ def test_kb_list(lang):
         assert_chinese(at)
         at.text_input(key="kbq").input("hipErrorNoBinaryForGpu").run()   # search still finds the English error text
         assert "hip-no-binary-for-gpu" in list(at.dataframe[0].value["id"])
+        at.text_input(key="kbq").input("显存").run()                       # and the Chinese text of the entries
+        found = list(at.dataframe[0].value["id"])
+        assert "hip-out-of-memory" in found and len(found) < len(kb.entries)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -26,8 +26,8 @@ MAX_CASE_LOG_CHARS = 6000
 # ------------------------------------------------------------------------------------------------- browsing
 def search(entries: Iterable[Entry], query: str = "", tags: Iterable[str] = (), severities: Iterable[str] = (),
            include_benign: bool = True) -> list[Entry]:
-    """Entries whose id, title, symptoms, cause, tags or log patterns contain every word of *query*
-    (case-insensitive), with at least one of *tags* and one of *severities* when given."""
+    """Entries whose id, title, symptoms, cause, tags, log patterns or translated title/symptoms/cause contain
+    every word of *query* (case-insensitive), with at least one of *tags* and one of *severities* when given."""
     words = [w.lower() for w in (query or "").split()]
     tags, severities = set(tags), set(severities)
     out = []
@@ -38,8 +38,10 @@ def search(entries: Iterable[Entry], query: str = "", tags: Iterable[str] = (), 
             continue
         if not include_benign and e.benign:
             continue
+        translated = [str(tr.get(f) or "") for tr in (e.translations or {}).values() if isinstance(tr, dict)
+                      for f in ("title", "symptoms", "cause")]
         hay = " ".join([e.id, e.title, e.symptoms, e.cause, " ".join(e.tags),
-                        " ".join(e.when.log_patterns())]).lower()
+                        " ".join(e.when.log_patterns()), *translated]).lower()
         if all(w in hay for w in words):
             out.append(e)
     return sorted(out, key=lambda e: (SEVERITIES.index(e.severity), e.id))
