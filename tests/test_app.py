@@ -439,3 +439,21 @@ def test_what_is_removed_before_sharing(store):
     assert not at.exception
     kinds = [d.value for d in at.dataframe if "what" in d.value.columns]
     assert kinds and "logs[0].text" in list(kinds[0]["where"])
+
+
+def test_gpu_watch_chart_of_a_recorded_h200_run():
+    """The monitor samples recorded on the lent H200 render as charts, in both languages."""
+    import json
+    from pathlib import Path
+
+    rep = json.loads((Path(__file__).parent.parent / "docs" / "gpu-run" / "h200-run-full.json").read_text())
+    script = ("import json, streamlit as st\nfrom ui import gpu_watch\n"
+              "gpu_watch.show(json.loads(st.session_state['gen']))\n")
+    for lang in ("en", "zh"):
+        at = AppTest.from_string(script, default_timeout=30)
+        at.session_state["gen"] = json.dumps(rep["generation"])
+        at.session_state["lang"] = lang
+        at.run()
+        assert not at.exception
+        assert any("nvidia-smi" in c.value for c in at.caption)
+        assert len(at.get("vega_lite_chart")) >= 2

@@ -320,6 +320,10 @@ def generation(gen: dict[str, Any]) -> None:
                 st.info(T("ui.render.ran_on_cpu"), icon=":material/info:")
             elif gen.get("cpu_compare_skipped"):
                 st.caption(T("ui.render.cpu_compare_skipped", reason=safe.md_inline(gen["cpu_compare_skipped"])))
+    if gen.get("monitor"):
+        from ui import gpu_watch
+
+        gpu_watch.show(gen)
     if gen.get("text"):
         with st.expander(T("ui.render.generated_text")):
             st.text(str(gen["text"])[:4000])
