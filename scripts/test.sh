@@ -9,6 +9,8 @@ command -v rocm-smi >/dev/null || need+=(rocm-smi)
 ls /usr/lib/x86_64-linux-gnu/libamdhip64.so* >/dev/null 2>&1 || need+=(libamdhip64-5)
 [ -x /usr/lib/postgresql/15/bin/initdb ] || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v chromium >/dev/null || need+=(chromium)
+# a CJK font, so the Chinese pages in the browser tests' screenshots are readable
+ls /usr/share/fonts/truetype/wqy/wqy-microhei.ttc >/dev/null 2>&1 || need+=(fonts-wqy-microhei)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   echo "installing system packages: ${need[*]}"
