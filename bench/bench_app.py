@@ -235,15 +235,9 @@ def markdown(res: dict) -> str:
 
 
 def update_doc(path: Path, block: str) -> None:
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    m = re.search(r"^## Web app\n", text, re.M)
-    if m:
-        nxt = re.search(r"^## ", text[m.end():], re.M)
-        end = m.end() + nxt.start() if nxt else len(text)
-        text = text[:m.start()] + block + ("\n" if nxt else "") + text[end:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    path.write_text(text, encoding="utf-8")
+    from doc import replace_section
+
+    replace_section(path, "## Web app", block)
 
 
 def main() -> int:

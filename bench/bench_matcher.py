@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -91,17 +90,9 @@ def main() -> None:
 
 
 def write_section(path: Path, heading: str, body: str) -> None:
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    block = f"{heading}\n\nMeasured {time.strftime('%Y-%m-%d')} on this project's 2-core machine "\
-            f"(`python {' '.join(sys.argv)}`).\n\n{body}"
-    if heading in text:
-        start = text.index(heading)
-        nxt = text.find("\n## ", start + len(heading))
-        text = text[:start] + block + (text[nxt:] if nxt != -1 else "")
-    else:
-        text = text.rstrip() + "\n\n" + block
-    path.write_text(text)
+    from doc import replace_section
+
+    replace_section(path, heading, f"{heading}\n\nMeasured {time.strftime('%Y-%m-%d')} on this project's 2-core machine "
+                                   f"(`python {' '.join(sys.argv)}`).\n\n{body}")
 
 
-if __name__ == "__main__":
-    main()

@@ -122,16 +122,10 @@ def render(res: dict, python: str) -> str:
 
 def write_section(path: Path, heading: str, body: str) -> None:
     """Replace (or append) only this benchmark's section of the shared file."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    block = f"{heading}\n\nProduced by `bench/bench_probes.py`, measured {time.strftime('%Y-%m-%d')} " \
-            f"(`python {' '.join(sys.argv)}`).\n\n{body}\n"
-    if heading in text:
-        start = text.index(heading)
-        nxt = text.find("\n## ", start + len(heading))
-        text = text[:start] + block + (text[nxt:] if nxt != -1 else "")
-    else:
-        text = text.rstrip() + "\n\n" + block
-    path.write_text(text)
+    from doc import replace_section
+
+    replace_section(path, heading, f"{heading}\n\nProduced by `bench/bench_probes.py`, measured {time.strftime('%Y-%m-%d')} "
+                                   f"(`python {' '.join(sys.argv)}`).\n\n{body}")
 
 
 def main() -> None:

@@ -201,15 +201,9 @@ def render(results: list[dict[str, Any]], env: str) -> str:
 
 def write_section(section: str, path: Path) -> None:
     """Replace (or append) the '## Sessions store' section of docs/BENCHMARKS.md, leaving the rest alone."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n\n"
-    start = text.find("## Sessions store")
-    if start == -1:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        nxt = text.find("\n## ", start + 3)
-        end = len(text) if nxt == -1 else nxt + 1
-        text = text[:start] + section + ("\n" if nxt != -1 else "") + text[end:]
-    path.write_text(text)
+    from doc import replace_section
+
+    replace_section(path, "## Sessions store", section)
 
 
 def main() -> int:
