@@ -146,8 +146,36 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[mi
     pass
 
 
+MAX_FLOW_DEPTH = 100
+MAX_INDENT = 300
+
+
+def _nesting_problem(text: str) -> tuple[int, str] | None:
+    """A linear pre-scan for nesting no real entry has.  Composers recurse per level (libyaml in C: a deep
+    enough document overflows the C stack and kills the process, which no except clause can catch), so depth
+    is bounded before any YAML parser sees the text."""
+    depth = 0
+    for lineno, line in enumerate(text.split("\n"), 1):
+        stripped = line.lstrip(" -")
+        if len(line) - len(stripped) > MAX_INDENT:
+            return lineno, f"nesting deeper than any entry needs (indentation over {MAX_INDENT} columns)"
+        # brackets are counted even inside quotes and comments: real entries stay far below the bound (their
+        # regex classes are balanced), and no quoting trick can hide a deep flow collection from the scan
+        for ch in line:
+            if ch in "[{":
+                depth += 1
+                if depth > MAX_FLOW_DEPTH:
+                    return lineno, f"nesting deeper than {MAX_FLOW_DEPTH} levels of brackets"
+            elif ch in "]}":
+                depth = max(0, depth - 1)
+    return None
+
+
 def _compose(text: str, path: str) -> yaml.Node | None:
     ctx = _Ctx(path)
+    deep = _nesting_problem(text)
+    if deep:
+        raise KBError(path, deep[0], 1, deep[1])
     try:
         loader = _Loader(text)
         try:

@@ -152,3 +152,16 @@ def test_store_statuses_match_the_cli_choices():
 def test_large_counted_repetition_rejected():
     e = err_of(GOOD.replace("'hipErrorNoBinaryForGpu'", r"'[^x]{500}hip'"))
     assert "counted repetition" in e.message and e.line == 6
+
+
+def test_deep_documents_never_reach_the_yaml_composer(tmp_path):
+    """libyaml's composer recurses in C: a deep enough document kills the process (seen with the system PyYAML).
+    The pre-scan refuses it first; run in a child so a regression shows as a crash, not a hang of the suite."""
+    (tmp_path / "flow.yaml").write_text("id: flow\nwhen: " + "{a: " * 20_000 + "1" + "}" * 20_000 + "\n")
+    (tmp_path / "block.yaml").write_text("id: block\n" + "".join(" " * i + f"k{i}:\n" for i in range(600)) + "x\n")
+    (tmp_path / "seq.yaml").write_text("id: seq\nwhen:\n" + "- " * 5_000 + "x\n")
+    p = subprocess.run([sys.executable, "-m", "diagnostics", "kb", "--kb", str(tmp_path), "lint"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1, p.stderr[-2000:]
+    for name in ("flow.yaml", "block.yaml", "seq.yaml"):
+        assert f"{name}:" in p.stdout and "nesting" in p.stdout.split(name)[1].splitlines()[0]
