@@ -350,3 +350,12 @@ def test_login_gate_in_chinese(monkeypatch):
     assert not at.exception
     assert at.text_input[0].label == "团队密码"
     assert at.title[0].value == "GPU 诊断"
+
+
+def test_probe_names_follow_the_language():
+    from diagnostics.i18n import t
+    from diagnostics.probes import PROBES
+
+    for p in PROBES:
+        assert t(f"probe.{p.id}", "en") == p.title  # the catalogue and the registry agree
+        assert t(f"probe.{p.id}", "zh") != p.title

@@ -89,9 +89,9 @@ def _progress() -> None:
         if state:
             st.progress(finished / max(1, len(state)))
         if state:
-            render.status_table([(p["status"], p["title"], p["stage"] if p["status"] == "running" else "",
+            render.status_table([(p["status"], render.probe_title(pid, p["title"]), p["stage"] if p["status"] == "running" else "",
                                   p["duration_s"] if p["duration_s"] is not None else p.get("elapsed", 0))
-                                 for p in state.values()])
+                                 for pid, p in state.items()])
         else:
             st.caption(T("ui.diagnose.starting"))
         if st.button(T("ui.diagnose.stop"), icon=":material/stop_circle:", key="stop"):

@@ -93,7 +93,7 @@ def probe_board(probes: list[dict[str, Any]]) -> None:
         counts[p.get("status")] = counts.get(p.get("status"), 0) + 1
     st.markdown(" · ".join(f"{STATUS_GLYPH.get(k, '?')} {n} {status_word(k, safe.md_inline(k))}"
                           for k, n in counts.items()))
-    status_table([(p.get("status"), p.get("title") or p.get("id"), p.get("summary") or p.get("error") or "",
+    status_table([(p.get("status"), probe_title(p.get("id"), p.get("title")), p.get("summary") or p.get("error") or "",
                    p.get("duration_s")) for p in probes])
     troubled = [p for p in probes if p.get("status") in ("fail", "warn", "timeout", "crashed") and
                 (p.get("error") or p.get("evidence") or p.get("output_tail"))]
@@ -266,6 +266,13 @@ def token_curve(gen: dict[str, Any], prefix: str = "") -> list[tuple[float, int]
             or rate <= 0:
         return []
     return [(0.0, 0)] + [(float(ttft) + (k - 1) / float(rate), k) for k in range(1, n + 1)]
+
+
+def probe_title(pid: str | None, title: str | None) -> str:
+    """A check's name in the visitor's language (the registry's English title when the catalogue has none)."""
+    key = f"probe.{pid}"
+    msg = T(key) if pid else key
+    return (title or pid or "?") if msg == key else msg
 
 
 def generation(gen: dict[str, Any]) -> None:
