@@ -86,8 +86,16 @@ class Sandbox:
         deadline = time.monotonic() + 3.0
         while True:
             pids = _marked(self.token)
+            # what processes that existed before the test (a browser of the e2e tests, say) start meanwhile is
+            # theirs, not this test's
+            before = set(self.children_before)
+            for pid in self.children_before:
+                try:
+                    before |= {c.pid for c in psutil.Process(pid).children(recursive=True)}
+                except psutil.Error:
+                    pass
             kids = [p for p in psutil.Process().children(recursive=True)
-                    if p.pid not in self.children_before and p.is_running()
+                    if p.pid not in before and p.is_running()
                     and p.status() != psutil.STATUS_ZOMBIE]
             if not pids and not kids or time.monotonic() > deadline:
                 break

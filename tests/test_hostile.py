@@ -166,13 +166,16 @@ def test_wide_entry_of_thousands_of_patterns(tmp_path):
     assert load_s < 20 and scan_s < 10, (load_s, scan_s)
 
 
-@pytest.mark.parametrize("pattern,text", [
+BACKTRACKERS = [
     ("(a+)+$", "a" * 1_000_000 + "!"),
     ("(a|aa)*c", "a" * 1_000_000),
     ("(x+x+)+y", "x" * 1_000_000),
     ("(.*a){20}", "a" * 200_000 + "b"),
     ("^(([a-z])+.)+[A-Z]([a-z])+$", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!" * 20_000),
-])
+]
+
+
+@pytest.mark.parametrize("pattern,text", BACKTRACKERS, ids=[p for p, _ in BACKTRACKERS])
 def test_classic_backtracking_patterns_run_in_linear_time(tmp_path, pattern, text):
     """Patterns that take exponential time in a backtracking engine: RE2 accepts them and stays linear."""
     d = tmp_path / "kb"
@@ -273,7 +276,7 @@ def test_binary_log_with_an_error_inside(tmp_path):
     assert dt < 60, dt
 
 
-@pytest.mark.parametrize("name,data", [
+ODD_ENCODINGS = [
     ("latin-1", ("Fehler: " + REAL_ERROR + " — café\n").encode("latin-1", "replace")),
     ("overlong and surrogates", b"\xc0\xaf\xed\xa0\x80\xf4\x90\x80\x80 " + REAL_ERROR.encode() + b"\n"),
     ("NULs between lines", b"\x00" * 100_000 + REAL_ERROR.encode() + b"\x00\n" + b"\x00" * 100_000),
@@ -281,7 +284,12 @@ def test_binary_log_with_an_error_inside(tmp_path):
     ("CR-only progress bars", b"\r".join([b"  3%|#    | 10/300"] * 50_000) + b"\r" + REAL_ERROR.encode() + b"\r"),
     ("ANSI colour", b"\x1b[31m" + REAL_ERROR.encode() + b"\x1b[0m\n"),
     ("a 30 MB line", b"x" * 15_000_000 + b" " + REAL_ERROR.encode() + b" " + b"y" * 15_000_000),
-])
+]
+
+
+# explicit ids: pytest would otherwise put the data itself into the test id and PYTEST_CURRENT_TEST, and a
+# 30 MB environment variable makes every child process fail to start (E2BIG)
+@pytest.mark.parametrize("name,data", ODD_ENCODINGS, ids=[n for n, _ in ODD_ENCODINGS])
 def test_odd_encodings(tmp_path, name, data):
     f = tmp_path / "log"
     f.write_bytes(data)
