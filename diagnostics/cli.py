@@ -19,7 +19,9 @@ def _print_json(obj: Any) -> None:
 
 
 def _problems(diagnoses: list[dict[str, Any]]) -> bool:
-    return any(not d.get("benign") and d.get("severity") in ("critical", "error", "warning") for d in diagnoses)
+    from .verdicts import is_problem
+
+    return any(is_problem(d) for d in diagnoses)
 
 
 def _lang(args: argparse.Namespace) -> str:

@@ -204,12 +204,9 @@ def merge_probe_facts(probes: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def verdict(report: dict[str, Any]) -> str:
-    if any(not d.get("benign") and d.get("severity") in ("critical", "error", "warning")
-           for d in report.get("diagnoses", [])):
-        return "problems"
-    if any(p.get("status") in ("crashed", "timeout") for p in report.get("probes", [])):
-        return "incomplete"
-    return "healthy"
+    from .verdicts import compute
+
+    return compute(report)
 
 
 def run_local(*, python: str | None = None, root: str = "/", timeout: float | None = None,

@@ -6,7 +6,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-PROBLEM_SEVERITIES = ("critical", "error", "warning")
+from ..verdicts import compute
 SEVERITY_RANK = {"critical": 0, "error": 1, "warning": 2, "info": 3}
 
 
@@ -60,18 +60,12 @@ def top_diagnosis(report: dict[str, Any]) -> dict[str, Any] | None:
 
 def verdict(report: dict[str, Any]) -> str:
     """'problems' (a non-benign diagnosis of severity critical/error/warning), 'incomplete' (a probe crashed or
-    timed out), else 'healthy' -- the same rule as diagnostics.service.verdict, repeated here so the store
+    timed out), else 'healthy' -- the shared rule of diagnostics.verdicts, so the store
     does not import the KB machinery.  A report that carries its own string 'verdict' keeps it."""
     v = report.get("verdict")
     if isinstance(v, str) and v:
         return v[:16]
-    diags = [d for d in report.get("diagnoses") or [] if isinstance(d, dict)]
-    if any(not d.get("benign") and d.get("severity") in PROBLEM_SEVERITIES for d in diags):
-        return "problems"
-    probes = [p for p in report.get("probes") or [] if isinstance(p, dict)]
-    if any(p.get("status") in ("crashed", "timeout") for p in probes):
-        return "incomplete"
-    return "healthy"
+    return compute(report)
 
 
 def gpu_names(report: dict[str, Any]) -> list[str]:
