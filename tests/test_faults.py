@@ -516,7 +516,8 @@ def test_permission_denied_through_the_cli(box, tmp_path):
 
 DEV_SCRIPT = r"""
 set -e
-mount --bind "$1" /dev
+mount --bind "$1/dev" /dev
+mount --bind "$1/group" /etc/group
 shift
 exec "$@"
 """
@@ -524,7 +525,11 @@ exec "$@"
 
 def fake_dev(base: Path) -> Path:
     """A /dev with the nodes a Python process needs, plus /dev/kfd and a render node owned by
-    nobody:render with mode 0660 (what a user outside the render group meets)."""
+    nobody:render with mode 0660 (what a user outside the render group meets), and an /etc/group that has a
+    ``render`` group whatever the machine's own database holds (a fresh machine may have none).  Returns the
+    folder that DEV_SCRIPT mounts: ``dev`` over /dev and ``group`` over /etc/group."""
+    import grp
+
     d = base / "dev"
     d.mkdir()
     for name, minor in (("null", 3), ("zero", 5), ("full", 7), ("random", 8), ("urandom", 9)):
@@ -533,18 +538,19 @@ def fake_dev(base: Path) -> Path:
     (d / "fd").symlink_to("/proc/self/fd")
     (d / "shm").mkdir(mode=0o1777)
     (d / "dri").mkdir()
-    render = 108
+    group_db = Path("/etc/group").read_text()
     try:
-        import grp
-
         render = grp.getgrnam("render").gr_gid
     except KeyError:
-        pass
+        used = {g.gr_gid for g in grp.getgrall()}
+        render = next(g for g in range(990, 100, -1) if g not in used)
+        group_db = group_db.rstrip("\n") + f"\nrender:x:{render}:\n"
+    (base / "group").write_text(group_db)
     for node in (d / "kfd", d / "dri" / "renderD128"):
         os.mknod(node, 0o660 | stat.S_IFCHR, os.makedev(1, 3))
         os.chown(node, 65534, render)
         node.chmod(0o660)
-    return d
+    return base
 
 
 @needs_root_tools

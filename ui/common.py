@@ -33,10 +33,16 @@ _warmed = False
 
 # --------------------------------------------------------------------------------------------------- language
 def _accept_language() -> str | None:
-    try:
-        return st.context.headers.get("Accept-Language")
-    except Exception:  # no browser request behind this run (AppTest, bare mode)
-        return None
+    """The browser's language: ``st.context.locale`` (what the browser itself reports, e.g. ``zh-CN``), else the
+    request's Accept-Language header (headless Chromium may send only ``en-US`` there whatever its locale)."""
+    for get in (lambda: st.context.locale, lambda: st.context.headers.get("Accept-Language")):
+        try:
+            value = get()
+        except Exception:  # no browser request behind this run (AppTest, bare mode)
+            value = None
+        if value:
+            return str(value)
+    return None
 
 
 def lang() -> str:
