@@ -260,7 +260,9 @@ def _register_optional(sub: Any, module: str, name: str) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Start Streamlit in this process (no second interpreter to start)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    from .paths import data_root
+
+    root = str(data_root())  # the checkout, or <prefix>/share/gpu-doctor of an installed package
     app = os.path.join(root, "app.py")
     os.chdir(root)  # .streamlit/config.toml is read from the working directory
     from .access import load_config, serve_problem

@@ -17,8 +17,9 @@ import re2
 import yaml
 
 from . import facts as factcat
+from .paths import data_root
 
-KB_DIR = Path(__file__).resolve().parent.parent / "kb"
+KB_DIR = data_root() / "kb"
 MAX_ENTRY_BYTES = 256 * 1024
 MAX_DEPTH = 40
 MAX_PATTERN_LEN = 2000
