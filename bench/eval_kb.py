@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-CASES_DIR = ROOT / "tests" / "eval" / "cases"
+CASES_DIR = ROOT / "tests" / "eval" / "tuning"
 REPORT = ROOT / "docs" / "EVALUATION.md"
 ALARM_SEVERITIES = {"error", "critical"}
 REQUIRED_KEYS = {"source", "expected", "note", "log"}

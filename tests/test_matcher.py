@@ -100,7 +100,7 @@ def test_set_scan_agrees_with_pattern_by_pattern_search():
 
     m = Matcher(load())
     texts = [t.logs for e in m.kb.entries for t in e.tests if t.logs]
-    for p in sorted(Path(__file__).parent.glob("eval/cases/*.yaml")):
+    for p in sorted(Path(__file__).parent.glob("eval/tuning/*.yaml")):
         texts.append(str(yaml.safe_load(p.read_text()).get("log", "")))
     assert len(texts) > 50
     for t in texts:

@@ -254,7 +254,7 @@ def test_prose_lines_leave_tool_output_to_the_kb():
 def _eval_cases():
     import glob
     import yaml
-    for p in sorted(glob.glob(str(Path(__file__).parent / "eval" / "cases" / "*.yaml"))):
+    for p in sorted(glob.glob(str(Path(__file__).parent / "eval" / "tuning" / "*.yaml"))):
         yield p, yaml.safe_load(open(p, encoding="utf-8"))
 
 
