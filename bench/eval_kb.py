@@ -1,26 +1,36 @@
-"""Evaluate the knowledge base against real logs from public reports.
+"""Evaluate the knowledge base against real logs and descriptions from public reports, held-out split first.
 
-Every case in tests/eval/cases/*.yaml holds a log pasted by a user in a public thread and the kb id that
-the thread established as the real cause (``expected: none`` for healthy output or unrelated errors).
-The log is fed to ``diagnostics.service.diagnose_text`` exactly as a user would paste it.
+Two splits (see docs/EVALUATION.md):
+
+- **held-out** (``tests/eval/heldout/``): logs and symptom descriptions from threads that nothing in the
+  repository cites; collected and frozen before the KB changes of issue 14. The figures a user lives with.
+- **tuning** (``tests/eval/tuning/``): the 120 logs the KB was written and tuned against. Optimistic.
+
+Every log is fed to ``diagnostics.service.diagnose_text(logs=...)`` exactly as a pasted log; every
+description to ``diagnose_text(description=...)`` (the ``match --describe`` path).
 
 Figures:
-- top-1 / top-3 accuracy over the cases with an expected id (the expected id is the first / among the
-  first three diagnoses, in the service's ranking);
-- for the negative cases: whether any diagnosis of severity error or critical appears (a false alarm).
+- logs: top-1 / top-3 over the cases with an expected id, counting *confirmed* diagnoses only (a ranked
+  guess, ``basis: possible``, is never a confirmed answer); "top-3 incl. guesses" also counts possible causes;
+  for ``expected: none`` cases, whether a confirmed non-benign diagnosis of severity error/critical appears;
+- descriptions: top-1 / top-3 over everything the service returns for the text (confirmed then possible),
+  per language too.
 
 Usage:
-    python bench/eval_kb.py                 # print the table, write docs/EVALUATION.md
-    python bench/eval_kb.py --no-write      # print only
-    python bench/eval_kb.py --run REGEX     # only cases whose file name matches
-    python bench/eval_kb.py --json          # machine-readable summary on stdout
+    python bench/eval_kb.py                     # both splits, tables of misses, writes docs/EVALUATION.md
+    python bench/eval_kb.py --split heldout     # only one split (no report written)
+    python bench/eval_kb.py --run REGEX         # only cases whose name matches (no report written)
+    python bench/eval_kb.py --json              # machine-readable summary on stdout
+    python bench/eval_kb.py --record-baseline   # also freeze these held-out figures in bench/eval_baseline.json
 """
 from __future__ import annotations
 
 import argparse
+import collections
 import datetime as _dt
 import json
 import re
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,11 +39,23 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-CASES_DIR = ROOT / "tests" / "eval" / "tuning"
+EVAL_DIR = ROOT / "tests" / "eval"
+TUNING_DIR = EVAL_DIR / "tuning"
+CASES_DIR = TUNING_DIR  # the name older callers use
+HELDOUT_DIR = EVAL_DIR / "heldout"
+HELDOUT_LOGS = HELDOUT_DIR / "logs"
+HELDOUT_SYMPTOMS = HELDOUT_DIR / "symptoms.yaml"
+BASELINE = ROOT / "bench" / "eval_baseline.json"
 REPORT = ROOT / "docs" / "EVALUATION.md"
 ALARM_SEVERITIES = {"error", "critical"}
 REQUIRED_KEYS = {"source", "expected", "note", "log"}
+SYMPTOM_KEYS = {"id", "lang", "kind", "source", "expected", "note", "text"}
 ID_RE = re.compile(r"^[a-z0-9-]+$")
+NAME_RE = {"tuning": re.compile(r"^\d{3}-[a-z0-9-]+$"), "heldout": re.compile(r"^h\d{3}-[a-z0-9-]+$")}
+# issue 14's targets for the held-out split, and the bar the tuning split has been held to since issue 4
+HELDOUT_TARGET = {"top1": 0.90, "top3": 0.95}
+SYMPTOM_TARGET = {"top1": 0.80, "top3": 0.95}
+TUNING_BAR = {"top1": 0.80, "top3": 0.95}
 
 
 @dataclass
@@ -43,6 +65,7 @@ class Case:
     expected: str  # a kb id, or "none"
     note: str
     log: str
+    split: str = "tuning"
 
     @property
     def name(self) -> str:
@@ -54,18 +77,53 @@ class Case:
 
 
 @dataclass
+class Symptom:
+    id: str
+    lang: str     # "zh" or "en"
+    kind: str     # "original" or "translation"
+    source: str
+    expected: str
+    note: str
+    text: str
+
+    @property
+    def name(self) -> str:
+        return self.id
+
+
+def _is_guess(d: dict[str, Any]) -> bool:
+    return d.get("basis") == "possible"
+
+
+def _ranked(result: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(confirmed diagnoses, possible causes), each in the service's order.
+
+    Works with the service as it is (everything in ``diagnoses``) and with ranked guesses kept apart
+    (``basis: possible`` in ``diagnoses`` or a separate ``possible`` list)."""
+    diags = list(result.get("diagnoses", []))
+    confirmed = [d for d in diags if not _is_guess(d)]
+    possible = [d for d in diags if _is_guess(d)] + list(result.get("possible", []) or [])
+    return confirmed, possible
+
+
+@dataclass
 class Outcome:
     case: Case
-    ranked: list[dict[str, Any]] = field(default_factory=list)  # every diagnosis, best first
+    ranked: list[dict[str, Any]] = field(default_factory=list)    # confirmed diagnoses, best first
+    possible: list[dict[str, Any]] = field(default_factory=list)  # ranked guesses, best first
     error: str | None = None  # the service raised
 
     @property
     def causes(self) -> list[str]:
-        """Ids of all diagnoses as the service ranked them, best first.
+        """Ids of the confirmed diagnoses as the service ranked them, best first.
 
         Benign entries are not filtered out here: the service must rank real failures above benign
         noise, and a benign entry ranked first is a miss that the evaluation should show."""
         return [d.get("id", "?") for d in self.ranked]
+
+    @property
+    def guesses(self) -> list[str]:
+        return [d.get("id", "?") for d in self.possible]
 
     @property
     def top1(self) -> bool:
@@ -76,8 +134,14 @@ class Outcome:
         return not self.case.negative and self.case.expected in self.causes[:3]
 
     @property
+    def top3_any(self) -> bool:
+        """In the first three of confirmed-then-possible: what a user reading the whole report sees."""
+        both = self.causes + [g for g in self.guesses if g not in self.causes]
+        return not self.case.negative and self.case.expected in both[:3]
+
+    @property
     def alarms(self) -> list[str]:
-        """Diagnoses at error/critical severity that are not benign (used for negatives)."""
+        """Confirmed diagnoses at error/critical severity that are not benign (used for negatives)."""
         return [d.get("id", "?") for d in self.ranked
                 if str(d.get("severity", "")).lower() in ALARM_SEVERITIES and not d.get("benign")]
 
@@ -88,10 +152,42 @@ class Outcome:
         return not self.alarms if self.case.negative else self.top1
 
 
-def load_cases(directory: Path = CASES_DIR, run: str | None = None) -> list[Case]:
-    """Load and validate every case file; a malformed case is an error, never skipped."""
+@dataclass
+class SymptomOutcome:
+    symptom: Symptom
+    ranked: list[dict[str, Any]] = field(default_factory=list)  # confirmed then possible, best first
+    error: str | None = None
+
+    @property
+    def causes(self) -> list[str]:
+        out: list[str] = []
+        for d in self.ranked:
+            if d.get("id") not in out:
+                out.append(d.get("id", "?"))
+        return out
+
+    @property
+    def top1(self) -> bool:
+        return self.causes[:1] == [self.symptom.expected]
+
+    @property
+    def top3(self) -> bool:
+        return self.symptom.expected in self.causes[:3]
+
+    @property
+    def passed(self) -> bool:
+        return not self.error and self.top1
+
+
+# --- loading ---------------------------------------------------------------------------------------
+
+def load_cases(directory: Path = TUNING_DIR, run: str | None = None) -> list[Case]:
+    """Load and validate every case file of one split; a malformed case is an error, never skipped."""
+    split = "heldout" if directory.resolve() == HELDOUT_LOGS.resolve() or "heldout" in directory.parts else "tuning"
     cases: list[Case] = []
     problems: list[str] = []
+    if not directory.is_dir():
+        raise ValueError(f"no evaluation cases at {directory}")
     for path in sorted(directory.glob("*.yaml")):
         if run and not re.search(run, path.name):
             continue
@@ -118,11 +214,52 @@ def load_cases(directory: Path = CASES_DIR, run: str | None = None) -> list[Case
         if not str(data["log"]).strip():
             problems.append(f"{path.name}: empty log")
         cases.append(Case(path=path, source=str(data["source"]), expected=expected,
-                          note=str(data["note"]).strip(), log=str(data["log"])))
+                          note=str(data["note"]).strip(), log=str(data["log"]), split=split))
     if problems:
         raise ValueError("bad evaluation cases:\n  " + "\n  ".join(problems))
     return cases
 
+
+def load_heldout_cases(run: str | None = None) -> list[Case]:
+    return load_cases(HELDOUT_LOGS, run)
+
+
+def load_symptoms(path: Path = HELDOUT_SYMPTOMS, run: str | None = None) -> list[Symptom]:
+    """Load and validate the held-out symptom descriptions; malformed entries are errors."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    items = data.get("symptoms")
+    if not isinstance(items, list):
+        raise ValueError(f"{path.name}: expected a top-level 'symptoms' list")
+    out: list[Symptom] = []
+    problems: list[str] = []
+    for i, s in enumerate(items):
+        if not isinstance(s, dict):
+            problems.append(f"entry {i}: not a mapping")
+            continue
+        keys = set(s)
+        if keys != SYMPTOM_KEYS:
+            problems.append(f"entry {i} ({s.get('id')}): keys {sorted(keys ^ SYMPTOM_KEYS)} wrong")
+            continue
+        sym = Symptom(**{k: str(s[k]) for k in SYMPTOM_KEYS})
+        if sym.lang not in ("zh", "en"):
+            problems.append(f"{sym.id}: lang must be zh or en")
+        if sym.kind not in ("original", "translation"):
+            problems.append(f"{sym.id}: kind must be original or translation")
+        if not ID_RE.match(sym.expected) or sym.expected == "none":
+            problems.append(f"{sym.id}: expected {sym.expected!r} is not a kb id")
+        if not sym.source.startswith(("http://", "https://")):
+            problems.append(f"{sym.id}: source is not a URL")
+        if not sym.text.strip():
+            problems.append(f"{sym.id}: empty text")
+        if run and not re.search(run, sym.id):
+            continue
+        out.append(sym)
+    if problems:
+        raise ValueError("bad symptom descriptions:\n  " + "\n  ".join(problems))
+    return out
+
+
+# --- running ---------------------------------------------------------------------------------------
 
 def evaluate(cases: list[Case]) -> list[Outcome]:
     from diagnostics.service import diagnose_text  # imported late: the bench must load without it
@@ -131,37 +268,101 @@ def evaluate(cases: list[Case]) -> list[Outcome]:
     for case in cases:
         try:
             result = diagnose_text(logs=[(f"{case.name}.log", case.log)])
-            outcomes.append(Outcome(case, list(result.get("diagnoses", []))))
+            confirmed, possible = _ranked(result)
+            outcomes.append(Outcome(case, confirmed, possible))
         except Exception as exc:  # a crash of the service on one case is a miss, not a crash of the bench
             outcomes.append(Outcome(case, error=f"{type(exc).__name__}: {exc}"))
     return outcomes
 
 
-def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
+def evaluate_symptoms(symptoms: list[Symptom]) -> list[SymptomOutcome]:
+    """Each description alone, as `python -m diagnostics match --describe TEXT` sends it."""
+    from diagnostics.service import diagnose_text
+
+    outcomes: list[SymptomOutcome] = []
+    for s in symptoms:
+        try:
+            confirmed, possible = _ranked(diagnose_text(description=s.text))
+            outcomes.append(SymptomOutcome(s, confirmed + possible))
+        except Exception as exc:
+            outcomes.append(SymptomOutcome(s, error=f"{type(exc).__name__}: {exc}"))
+    return outcomes
+
+
+def _rate(hits: int, n: int) -> float:
+    return hits / n if n else 0.0
+
+
+def kb_ids(kb_dir: Path = ROOT / "kb") -> set[str]:
+    """Ids of the entries the KB holds now (a label the KB has no entry for cannot be answered yet)."""
+    ids = set()
+    for p in kb_dir.glob("*.yaml"):
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        except yaml.YAMLError:
+            continue
+        if isinstance(data, dict) and data.get("id"):
+            ids.add(str(data["id"]))
+    return ids
+
+
+def summarize(outcomes: list[Outcome], known: set[str] | None = None) -> dict[str, Any]:
     pos = [o for o in outcomes if not o.case.negative]
     neg = [o for o in outcomes if o.case.negative]
+    known = kb_ids() if known is None else known
+    kpos = [o for o in pos if o.case.expected in known]
     return {
         "cases": len(outcomes),
         "positives": len(pos),
         "negatives": len(neg),
         "expected_ids": len({o.case.expected for o in pos}),
-        "top1": (sum(o.top1 for o in pos) / len(pos)) if pos else 0.0,
-        "top3": (sum(o.top3 for o in pos) / len(pos)) if pos else 0.0,
+        "top1": _rate(sum(o.top1 for o in pos), len(pos)),
+        "top3": _rate(sum(o.top3 for o in pos), len(pos)),
+        "top3_any": _rate(sum(o.top3_any for o in pos), len(pos)),
+        "positives_known": len(kpos),
+        "top1_known": _rate(sum(o.top1 for o in kpos), len(kpos)),
+        "top3_known": _rate(sum(o.top3 for o in kpos), len(kpos)),
+        "nothing": sum(1 for o in pos if not o.causes and not o.guesses and not o.error),
         "negatives_clean": sum(not o.alarms and not o.error for o in neg),
         "errors": sum(1 for o in outcomes if o.error),
         "misses": [
             {"case": o.case.path.name, "expected": o.case.expected,
-             "got": o.causes[:3], "alarms": o.alarms if o.case.negative else [], "error": o.error}
+             "got": o.causes[:3], "possible": o.guesses[:3],
+             "alarms": o.alarms if o.case.negative else [], "error": o.error}
             for o in outcomes if not o.passed
         ],
     }
 
 
+def summarize_symptoms(outcomes: list[SymptomOutcome], known: set[str] | None = None) -> dict[str, Any]:
+    known = kb_ids() if known is None else known
+
+    def part(items: list[SymptomOutcome]) -> dict[str, Any]:
+        return {"n": len(items), "top1": _rate(sum(o.top1 for o in items), len(items)),
+                "top3": _rate(sum(o.top3 for o in items), len(items)),
+                "nothing": sum(1 for o in items if not o.causes and not o.error)}
+
+    out = part(outcomes)
+    out["by_lang"] = {lang: part([o for o in outcomes if o.symptom.lang == lang]) for lang in ("zh", "en")}
+    kn = [o for o in outcomes if o.symptom.expected in known]
+    out["known"] = {"n": len(kn), "top1": _rate(sum(o.top1 for o in kn), len(kn)),
+                    "top3": _rate(sum(o.top3 for o in kn), len(kn))}
+    out["errors"] = sum(1 for o in outcomes if o.error)
+    out["misses"] = [{"id": o.symptom.id, "expected": o.symptom.expected, "got": o.causes[:3], "error": o.error}
+                     for o in outcomes if not o.passed]
+    return out
+
+
+# --- printing --------------------------------------------------------------------------------------
+
 def _got(o: Outcome) -> str:
     if o.error:
         return f"ERROR {o.error}"
     ids = [f"{d.get('id')}{' (benign)' if d.get('benign') else ''}" for d in o.ranked[:3]]
-    return ", ".join(ids) if ids else "(nothing)"
+    text = ", ".join(ids) if ids else "(nothing)"
+    if o.possible:
+        text += " · possible: " + ", ".join(o.guesses[:3])
+    return text
 
 
 def miss_table(outcomes: list[Outcome]) -> str:
@@ -176,71 +377,273 @@ def miss_table(outcomes: list[Outcome]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def markdown_report(outcomes: list[Outcome], summary: dict[str, Any]) -> str:
+def symptom_miss_table(outcomes: list[SymptomOutcome]) -> str:
+    rows = [o for o in outcomes if not o.passed]
+    if not rows:
+        return "no misses\n"
+    lines = [f"{'description':<9}  {'expected':<36}  got (top 3)", "-" * 90]
+    for o in rows:
+        got = f"ERROR {o.error}" if o.error else (", ".join(o.causes[:3]) or "(nothing)")
+        lines.append(f"{o.symptom.id:<9}  {o.symptom.expected:<36}  {got}")
+    return "\n".join(lines) + "\n"
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _pct(x: float) -> str:
+    return f"{x:.3f}"
+
+
+def _log_figures(s: dict[str, Any], bar: dict[str, float], bar_name: str) -> list[str]:
+    return [
+        "| figure | value | " + bar_name + " |",
+        "|---|---|---|",
+        f"| logs | {s['cases']} ({s['positives']} with a cause over {s['expected_ids']} ids, "
+        f"{s['negatives']} healthy/unrelated) | |",
+        f"| top-1 (first confirmed cause right) | {_pct(s['top1'])} | >= {bar['top1']:.2f} |",
+        f"| top-3 (confirmed) | {_pct(s['top3'])} | >= {bar['top3']:.2f} |",
+        f"| top-3 incl. possible causes | {_pct(s['top3_any'])} | |",
+        f"| top-1 / top-3 on the {s['positives_known']} logs whose id the KB has an entry for | "
+        f"{_pct(s['top1_known'])} / {_pct(s['top3_known'])} | |",
+        f"| logs with a cause that got no answer at all | {s['nothing']}/{s['positives']} | |",
+        f"| healthy/unrelated logs without an error-level answer | {s['negatives_clean']}/{s['negatives']} | all |",
+        f"| logs where the service raised | {s['errors']} | 0 |",
+    ]
+
+
+def _symptom_figures(s: dict[str, Any]) -> list[str]:
+    zh, en = s["by_lang"]["zh"], s["by_lang"]["en"]
+    return [
+        "| figure | all | 中文 (zh) | English (en) | target (issue 14) |",
+        "|---|---|---|---|---|",
+        f"| descriptions | {s['n']} | {zh['n']} | {en['n']} | >= 40, half Chinese |",
+        f"| top-1 | {_pct(s['top1'])} | {_pct(zh['top1'])} | {_pct(en['top1'])} | >= {SYMPTOM_TARGET['top1']:.2f} |",
+        f"| top-3 | {_pct(s['top3'])} | {_pct(zh['top3'])} | {_pct(en['top3'])} | >= {SYMPTOM_TARGET['top3']:.2f} |",
+        f"| no answer at all | {s['nothing']} | {zh['nothing']} | {en['nothing']} | |",
+        f"| top-1 / top-3 on the {s['known']['n']} whose id the KB has an entry for | "
+        f"{_pct(s['known']['top1'])} / {_pct(s['known']['top3'])} | | | |",
+    ]
+
+
+def _baseline_section() -> list[str]:
+    if not BASELINE.exists():
+        return ["No baseline recorded yet (`python bench/eval_kb.py --record-baseline`).", ""]
+    b = json.loads(BASELINE.read_text(encoding="utf-8"))
+    h, sy, t = b["heldout_logs"], b["heldout_symptoms"], b["tuning_logs"]
+    return [
+        f"Measured once on {b['date']} at commit `{b['commit']}` (branch `{b.get('branch', '?')}`), right after the",
+        "held-out set was committed and before any KB or matcher change made for issue 14 was merged: the",
+        "starting point the issue-14 work is judged against. Kept in `bench/eval_baseline.json`; never rewritten.",
+        "",
+        "| split | n | top-1 | top-3 | top-3 incl. possible | negatives clean |",
+        "|---|---|---|---|---|---|",
+        f"| held-out logs | {h['positives']} + {h['negatives']} negatives | {_pct(h['top1'])} | {_pct(h['top3'])} | "
+        f"{_pct(h['top3_any'])} | {h['negatives_clean']}/{h['negatives']} |",
+        f"| held-out logs whose id had a KB entry then | {h['positives_known']} | {_pct(h['top1_known'])} | "
+        f"{_pct(h['top3_known'])} | | |",
+        f"| held-out descriptions (zh {sy['by_lang']['zh']['n']}, en {sy['by_lang']['en']['n']}) | {sy['n']} | "
+        f"{_pct(sy['top1'])} (zh {_pct(sy['by_lang']['zh']['top1'])}, en {_pct(sy['by_lang']['en']['top1'])}) | "
+        f"{_pct(sy['top3'])} (zh {_pct(sy['by_lang']['zh']['top3'])}, en {_pct(sy['by_lang']['en']['top3'])}) | | |",
+        f"| held-out descriptions whose id had a KB entry then | {sy['known']['n']} | {_pct(sy['known']['top1'])} | "
+        f"{_pct(sy['known']['top3'])} | | |",
+        f"| tuning logs | {t['positives']} + {t['negatives']} negatives | {_pct(t['top1'])} | {_pct(t['top3'])} | "
+        f"{_pct(t['top3_any'])} | {t['negatives_clean']}/{t['negatives']} |",
+        "",
+    ]
+
+
+COLLECTION = """\
+**Held-out** (`tests/eval/heldout/`, frozen 2026-12-01): 68 logs (57 with a cause over 30 ids, 11 healthy
+or unrelated) and 45 symptom descriptions (23 Chinese, 22 English; 42 copied as written, 3 faithful Chinese
+translations of a reporter's English, marked `kind: translation`). Collected with the search tool from
+public GitHub threads (ROCm, HIP, TheRock, tensorflow-upstream, PyTorch, vLLM, ollama, llama.cpp, ComfyUI,
+Forge, SwarmUI, Ray, bitsandbytes, flash-attention, NVIDIA container tooling and many applications) whose
+URLs nothing in the repository cited, nor the other helpers' work in progress at the time (14 first picks
+cited there were replaced before freezing). Each is labelled with the cause the thread itself established
+(a maintainer's answer, the reporter's resolution, or the error text that names a symptom-named failure).
+Variety on purpose: ROCm 3.9 to 7.x and TheRock wheels, torch 0.4 to 2.12, TensorFlow-ROCm, wrappers and
+their prefixes (docker compose, SwarmUI, launcher timestamps, journald, `dmesg -T`, CI task prefixes),
+Windows, WSL2, DirectML, podman, Chinese/Polish/Russian context, a pasted check-script output, and
+NVIDIA-side failures. Not covered: ANSI colour codes and ZLUDA/HIP SDK logs (no unseen thread with an
+established cause was found in time). Labels not yet rows of `kb-required-ids.md` are listed in
+`tests/eval/heldout/new-ids.txt` (failures issue 14 asks the KB to add).
+
+**Tuning** (`tests/eval/tuning/`): the 120 logs of issue 4 (`tests/eval/README.md`). Cases 001-115 were
+committed while the KB was being written and KB commits then widened patterns to pass them; 116-120 were
+scored once (3/5) and entries were then widened too. Every one has been seen: its figures are optimistic.
+"""
+
+PROTOCOL = """\
+1. The held-out set is frozen: its commit precedes every measurement on it (the history shows the set's
+   commit, then the baseline commit). Cases are never edited to improve a figure.
+2. People changing the KB or the matcher do not read `tests/eval/heldout/`.
+3. A held-out case that leads to a KB change (its thread gets cited, its text becomes an entry's test case,
+   a pattern is written from it) **moves to `tests/eval/tuning/`** and a fresh unseen case replaces it, in
+   the same commit. `bench/eval_check_heldout.py` (run by `tests/test_eval.py`) fails and names the case
+   when a held-out thread is cited anywhere in kb/, tests/, docs/ or the code, or a held-out log's
+   distinctive lines appear in a KB test, fixture, scenario or tuning case.
+4. Patterns describe what tools print (error lines, tool output); phrases people write ("显存不足",
+   "GPU usage is 0%") go to the symptom vocabulary (`diagnostics/i18n/symptoms.yaml`), never into `when`
+   patterns.
+5. Figures are reported held-out first. The issue-14 targets (held-out logs top-1 >= 0.90, top-3 >= 0.95,
+   no error-level answer on healthy/unrelated logs; descriptions top-1 >= 0.80, top-3 >= 0.95) are
+   reported, not asserted, until they hold; `tests/test_eval.py` asserts what holds honestly.
+"""
+
+
+def markdown_report(results: dict[str, Any]) -> str:
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     out = [
         "# Knowledge-base evaluation",
         "",
-        f"Generated by `python bench/eval_kb.py` on {now}. The cases are real logs from public threads",
-        "(see `tests/eval/README.md`); each is labelled with the cause the thread established.",
+        f"Generated by `python bench/eval_kb.py` on {now} at commit `{_commit()}`. Two splits: **held-out**",
+        "(real text nothing in the repository was tuned on: the figures a user lives with) and **tuning** (the",
+        "logs the KB was written against: optimistic). Held-out first.",
         "",
-        "| figure | value | bar |",
-        "|---|---|---|",
-        f"| cases | {summary['cases']} ({summary['positives']} with a cause over {summary['expected_ids']} ids, "
-        f"{summary['negatives']} negatives) | |",
-        f"| top-1 accuracy | {summary['top1']:.3f} | >= 0.80 |",
-        f"| top-3 accuracy | {summary['top3']:.3f} | >= 0.95 |",
-        f"| negatives without an error/critical diagnosis | {summary['negatives_clean']}/{summary['negatives']} | all |",
-        f"| cases where the service raised | {summary['errors']} | 0 |",
-        "",
-        "Top-1/top-3 use the service's own ranking, benign entries included: the service must rank a",
-        "real failure above benign noise (e.g. a missing MIOpen kernel database), so benign first is a miss.",
-        "A negative passes when no non-benign diagnosis of severity error or critical appears.",
-        "",
-        "## Per case",
-        "",
-        "| case | expected | result | got (top 3, benign marked) |",
-        "|---|---|---|---|",
     ]
+    hl, hs, tl = results.get("heldout_logs"), results.get("heldout_symptoms"), results.get("tuning_logs")
+    out += ["## Held-out", ""]
+    if hl:
+        s = summarize(hl)
+        out += ["### Pasted logs", ""] + _log_figures(s, HELDOUT_TARGET, "target (issue 14)") + [""]
+    if hs:
+        out += ["### Symptoms in words (`match --describe`)", ""] + _symptom_figures(summarize_symptoms(hs)) + [""]
+    out += ["### Baseline", ""] + _baseline_section()
+    out += ["### Held-out misses by expected id", "",
+            "Per case tables are printed by `python bench/eval_kb.py` (for whoever owns the set); this page names",
+            "no held-out case, thread or text, so that reading it cannot tune the KB on the held-out set.", ""]
+    if hl or hs:
+        out += ["| expected id | log misses | description misses |", "|---|---|---|"]
+        lm = collections.Counter(o.case.expected for o in (hl or []) if not o.passed)
+        sm = collections.Counter(o.symptom.expected for o in (hs or []) if not o.passed)
+        for k in sorted(set(lm) | set(sm), key=lambda k: (-(lm[k] + sm[k]), k)):
+            label = f"{k} (false alarm)" if k == "none" else k
+            out.append(f"| {label} | {lm.get(k, 0)} | {sm.get(k, 0)} |")
+        out.append("")
+    if tl:
+        out += ["## Tuning", ""] + _log_figures(summarize(tl), TUNING_BAR, "bar (issue 4)") + [
+            "", "### Tuning misses", "", "```", miss_table(tl).rstrip(), "```", ""]
+    out += ["## How each split was collected", "", COLLECTION, "## Protocol", "", PROTOCOL,
+            "## What the figures mean", "",
+            "- **top-1**: the expected id is the first *confirmed* diagnosis (the service's own ranking, benign",
+            "  entries included: benign noise ranked above the real failure is a miss). Ranked guesses",
+            "  (`basis: possible`) never count as confirmed.",
+            "- **top-3**: among the first three confirmed; **incl. possible**: among the first three of confirmed",
+            "  then possible causes.",
+            "- **negatives clean**: no confirmed, non-benign diagnosis of severity error/critical.",
+            "- **descriptions**: the first / first three of everything returned for the text alone.",
+            "",
+            "Logs are diagnosed from their text alone, as `python -m diagnostics match --log FILE` does (a pasted",
+            "tool dump is parsed for facts too); descriptions as `match --describe TEXT`.",
+            ""]
+    if tl:
+        out += ["## Per case: tuning logs", "", "| case | expected | result | got (top 3, benign marked) |",
+                "|---|---|---|---|"] + _case_rows(tl) + [""]
+    return "\n".join(out)
+
+
+def _case_rows(outcomes: list[Outcome]) -> list[str]:
+    rows = []
     for o in outcomes:
         if o.case.negative:
             verdict = "ok" if o.passed else "FALSE ALARM" if o.alarms else "ERROR"
         else:
             verdict = "top-1" if o.top1 else "top-3" if o.top3 else "ERROR" if o.error else "MISS"
         got = _got(o).replace("|", "\\|")
-        out.append(f"| [{o.case.path.name}]({o.case.source}) | {o.case.expected} | {verdict} | {got} |")
-    out += ["", "## Misses", "", "```", miss_table(outcomes).rstrip(), "```", ""]
-    return "\n".join(out)
+        rows.append(f"| [{o.case.path.name}]({o.case.source}) | {o.case.expected} | {verdict} | {got} |")
+    return rows
+
+
+def _print_logs(title: str, outcomes: list[Outcome]) -> None:
+    s = summarize(outcomes)
+    print(f"== {title}: {s['cases']} logs, {s['positives']} with a cause ({s['expected_ids']} ids), "
+          f"{s['negatives']} negatives")
+    print(f"   top-1: {s['top1']:.3f}   top-3: {s['top3']:.3f}   top-3 incl. possible: {s['top3_any']:.3f}   "
+          f"no answer: {s['nothing']}   negatives clean: {s['negatives_clean']}/{s['negatives']}   "
+          f"service errors: {s['errors']}")
+    print(f"   on the {s['positives_known']} whose id has a KB entry: top-1 {s['top1_known']:.3f}   "
+          f"top-3 {s['top3_known']:.3f}")
+    print(miss_table(outcomes), end="")
+    print()
+
+
+def _print_symptoms(outcomes: list[SymptomOutcome]) -> None:
+    s = summarize_symptoms(outcomes)
+    zh, en = s["by_lang"]["zh"], s["by_lang"]["en"]
+    print(f"== held-out descriptions: {s['n']} (zh {zh['n']}, en {en['n']})")
+    print(f"   top-1: {s['top1']:.3f} (zh {zh['top1']:.3f}, en {en['top1']:.3f})   "
+          f"top-3: {s['top3']:.3f} (zh {zh['top3']:.3f}, en {en['top3']:.3f})   no answer: {s['nothing']}   "
+          f"service errors: {s['errors']}")
+    print(f"   on the {s['known']['n']} whose id has a KB entry: top-1 {s['known']['top1']:.3f}   "
+          f"top-3 {s['known']['top3']:.3f}")
+    print(symptom_miss_table(outcomes), end="")
+    print()
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--run", help="only cases whose file name matches this regex")
+    ap.add_argument("--split", choices=["all", "heldout", "tuning"], default="all")
+    ap.add_argument("--run", help="only cases (file names / description ids) matching this regex")
     ap.add_argument("--no-write", action="store_true", help="do not write docs/EVALUATION.md")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
+    ap.add_argument("--record-baseline", action="store_true",
+                    help="write these figures to bench/eval_baseline.json (once, before issue-14 changes)")
     args = ap.parse_args(argv)
 
     sys.path.insert(0, str(ROOT))
-    cases = load_cases(run=args.run)
-    outcomes = evaluate(cases)
-    summary = summarize(outcomes)
+    results: dict[str, Any] = {}
+    if args.split in ("all", "heldout"):
+        results["heldout_logs"] = evaluate(load_heldout_cases(args.run))
+        results["heldout_symptoms"] = evaluate_symptoms(load_symptoms(run=args.run))
+    if args.split in ("all", "tuning"):
+        results["tuning_logs"] = evaluate(load_cases(TUNING_DIR, args.run))
+
+    summary = {k: (summarize_symptoms(v) if k == "heldout_symptoms" else summarize(v)) for k, v in results.items()}
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps(summary, indent=2, ensure_ascii=False))
     else:
-        print(f"cases: {summary['cases']}  positives: {summary['positives']} ({summary['expected_ids']} ids)  "
-              f"negatives: {summary['negatives']}")
-        print(f"top-1: {summary['top1']:.3f}   top-3: {summary['top3']:.3f}   "
-              f"negatives clean: {summary['negatives_clean']}/{summary['negatives']}   "
-              f"service errors: {summary['errors']}")
-        print()
-        print(miss_table(outcomes), end="")
-    if not args.no_write and not args.run:
-        REPORT.parent.mkdir(parents=True, exist_ok=True)
-        REPORT.write_text(markdown_report(outcomes, summary), encoding="utf-8")
+        if "heldout_logs" in results:
+            _print_logs("held-out logs", results["heldout_logs"])
+            _print_symptoms(results["heldout_symptoms"])
+        if "tuning_logs" in results:
+            _print_logs("tuning logs", results["tuning_logs"])
+    full = args.split == "all" and not args.run
+    if args.record_baseline:
+        if not full:
+            ap.error("--record-baseline needs both splits and no --run")
+        if BASELINE.exists():
+            ap.error(f"{BASELINE.relative_to(ROOT)} exists: the baseline is recorded once")
+        branch = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--abbrev-ref", "HEAD"],
+                                capture_output=True, text=True).stdout.strip()
+        base = {"date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                "commit": _commit(), "branch": branch, **json.loads(json.dumps(summary))}
+        # the baseline sits outside the held-out folder: it names no held-out case except the healthy or
+        # unrelated logs that raised a false alarm (the test keeps every other one clean)
+        base["heldout_logs"]["misses"] = [m for m in base["heldout_logs"]["misses"] if m["expected"] == "none"]
+        base["heldout_symptoms"].pop("misses", None)
+        BASELINE.write_text(json.dumps(base, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         if not args.json:
-            print(f"\nwrote {REPORT.relative_to(ROOT)}")
-    ok = summary["top1"] >= 0.80 and summary["top3"] >= 0.95 and \
-        summary["negatives_clean"] == summary["negatives"] and not summary["errors"]
+            print(f"recorded {BASELINE.relative_to(ROOT)}")
+    if not args.no_write and full:
+        REPORT.parent.mkdir(parents=True, exist_ok=True)
+        REPORT.write_text(markdown_report(results), encoding="utf-8")
+        if not args.json:
+            print(f"wrote {REPORT.relative_to(ROOT)}")
+    ok = True
+    if "tuning_logs" in summary:
+        t = summary["tuning_logs"]
+        ok &= t["top1"] >= TUNING_BAR["top1"] and t["top3"] >= TUNING_BAR["top3"] and \
+            t["negatives_clean"] == t["negatives"] and not t["errors"]
+    if "heldout_logs" in summary:
+        h = summary["heldout_logs"]
+        ok &= h["negatives_clean"] == h["negatives"] and not h["errors"] and not summary["heldout_symptoms"]["errors"]
     return 0 if ok else 1
 
 

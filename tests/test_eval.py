@@ -1,12 +1,18 @@
-"""The KB evaluation set: real logs from public reports must be diagnosed with the cause the thread found.
+"""The KB evaluation sets: real logs and descriptions from public reports, in two splits.
 
-Bar (issue 4): top-1 >= 0.80 and top-3 >= 0.95 over the labelled cases, and no error/critical
-diagnosis on any negative case.  The figures come from bench/eval_kb.py, which also writes
-docs/EVALUATION.md; run it for the table of misses.
+- tuning (tests/eval/tuning/): the 120 logs the KB was written against. The bar of issue 4 holds there:
+  top-1 >= 0.80, top-3 >= 0.95, no error/critical diagnosis on a negative.
+- held-out (tests/eval/heldout/): logs and descriptions nothing in the repository was tuned on. Asserted
+  here is only what holds honestly: the set's integrity (size, languages, labels), that no KB entry, test or
+  tuning case cites or copies it, that the service never raises on it, and that the healthy/unrelated logs
+  raise no *new* error-level answer compared with the frozen baseline. Issue 14's accuracy targets are
+  reported by bench/eval_kb.py in docs/EVALUATION.md, not asserted, until they hold.
 """
 from __future__ import annotations
 
+import collections
 import importlib.util
+import json
 import re
 import sys
 from pathlib import Path
@@ -16,58 +22,144 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-_spec = importlib.util.spec_from_file_location("eval_kb", ROOT / "bench" / "eval_kb.py")
-eval_kb = importlib.util.module_from_spec(_spec)
-sys.modules["eval_kb"] = eval_kb  # dataclasses look their module up while the file executes
-_spec.loader.exec_module(eval_kb)
 
-CASES = eval_kb.load_cases()
-REQUIRED_IDS_FILE = Path("/work/shared/kb-required-ids.md")
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # dataclasses look their module up while the file executes
+    spec.loader.exec_module(mod)
+    return mod
+
+
+eval_kb = _load("eval_kb", ROOT / "bench" / "eval_kb.py")
+check = _load("eval_check_heldout", ROOT / "bench" / "eval_check_heldout.py")
+
+CASES = eval_kb.load_cases(eval_kb.TUNING_DIR)          # tuning split
+HELDOUT = eval_kb.load_heldout_cases()                  # held-out logs
+SYMPTOMS = eval_kb.load_symptoms()                      # held-out descriptions
+REQUIRED_IDS_FILE = ROOT / "tests" / "eval" / "kb-required-ids.md"
+NEW_IDS_FILE = ROOT / "tests" / "eval" / "heldout" / "new-ids.txt"
+CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def _required_ids() -> set[str]:
-    for candidate in (ROOT / "docs" / "kb-required-ids.md", REQUIRED_IDS_FILE):
-        if candidate.exists():
-            text = candidate.read_text(encoding="utf-8")
-            return set(re.findall(r"^\|\s*([a-z][a-z0-9-]*)\s*\|", text, flags=re.M)) - {"id"}
-    return set()
+    # repo-relative on purpose: a fresh clone must check the labels, never skip
+    text = REQUIRED_IDS_FILE.read_text(encoding="utf-8")
+    ids = set(re.findall(r"^\|\s*([a-z][a-z0-9-]*)\s*\|", text, flags=re.M)) - {"id"}
+    assert len(ids) >= 60, f"{REQUIRED_IDS_FILE} lists only {len(ids)} ids"
+    return ids
 
 
-# --- the shape of the set itself (no service needed) ------------------------------------------------
+def _new_ids() -> set[str]:
+    return {line.strip() for line in NEW_IDS_FILE.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith("#")}
+
+
+# --- the tuning split: shape ------------------------------------------------------------------------
 
 def test_set_is_big_and_spread():
     positives = [c for c in CASES if not c.negative]
     negatives = [c for c in CASES if c.negative]
     assert len(positives) >= 45, f"only {len(positives)} labelled real logs"
     assert len(negatives) >= 8, f"only {len(negatives)} negative cases"
-    per_id: dict[str, int] = {}
-    for c in positives:
-        per_id[c.expected] = per_id.get(c.expected, 0) + 1
+    per_id = collections.Counter(c.expected for c in positives)
     crowded = {k: v for k, v in per_id.items() if v > 3}
     assert not crowded, f"more than 3 cases for one id: {crowded}"
     assert len(per_id) >= 20, f"cases cover only {len(per_id)} ids"
 
 
 def test_every_expected_id_is_a_required_kb_id():
-    known = _required_ids()
-    if not known:
-        pytest.skip("kb-required-ids.md not found")
+    known = _required_ids() | eval_kb.kb_ids()
     unknown = sorted({c.expected for c in CASES if not c.negative} - known)
-    assert not unknown, f"cases expect ids that are not in kb-required-ids.md: {unknown}"
+    assert not unknown, f"tuning cases expect ids that are neither required nor in kb/: {unknown}"
 
 
-def test_cases_are_distinct_real_logs():
+@pytest.mark.parametrize("split", ["tuning", "heldout"])
+def test_cases_are_distinct_real_logs(split):
+    cases = CASES if split == "tuning" else HELDOUT
     seen: dict[str, str] = {}
-    for c in CASES:
+    for c in cases:
         body = re.sub(r"\s+", " ", c.log).strip()
         assert len(body) >= 40, f"{c.path.name}: log too short to be a real paste"
         assert body not in seen, f"{c.path.name} duplicates {seen.get(body)}"
         seen[body] = c.path.name
-        assert re.match(r"^\d{3}-[a-z0-9-]+\.yaml$", c.path.name), c.path.name
+        assert eval_kb.NAME_RE[split].match(c.path.stem), c.path.name
         assert c.note and "\n" not in c.note, f"{c.path.name}: note must be one line"
 
 
-# --- the bar ----------------------------------------------------------------------------------------
+# --- the held-out split: integrity ------------------------------------------------------------------
+
+def test_heldout_logs_size_spread_and_labels():
+    positives = [c for c in HELDOUT if not c.negative]
+    negatives = [c for c in HELDOUT if c.negative]
+    assert len(HELDOUT) >= 60, f"only {len(HELDOUT)} held-out logs"
+    assert len(negatives) >= 10, f"only {len(negatives)} healthy/unrelated held-out logs"
+    per_id = collections.Counter(c.expected for c in positives)
+    assert len(per_id) >= 20, f"held-out logs cover only {len(per_id)} ids"
+    crowded = {k: v for k, v in per_id.items() if v > 4}
+    assert not crowded, f"more than 4 held-out logs for one id: {crowded}"
+    valid = _required_ids() | eval_kb.kb_ids() | _new_ids()
+    unknown = sorted(set(per_id) - valid)
+    assert not unknown, f"held-out labels that are no required id, kb entry or listed new id: {unknown}"
+
+
+def test_heldout_descriptions_are_half_chinese_and_labelled():
+    langs = collections.Counter(s.lang for s in SYMPTOMS)
+    assert len(SYMPTOMS) >= 40, f"only {len(SYMPTOMS)} held-out descriptions"
+    assert langs["zh"] >= 20 and langs["en"] >= 20 and abs(langs["zh"] - langs["en"]) <= 3, langs
+    ids = [s.id for s in SYMPTOMS]
+    assert len(ids) == len(set(ids)), "duplicate description ids"
+    for s in SYMPTOMS:
+        assert re.match(r"^s\d{3}-(zh|en)$", s.id) and s.id.endswith(s.lang), s.id
+        assert bool(CJK.search(s.text)) == (s.lang == "zh"), f"{s.id}: text language does not match lang"
+        assert s.kind == "original" or s.lang == "zh", f"{s.id}: only Chinese entries may be translations"
+        assert s.note and "\n" not in s.note, f"{s.id}: note must be one line"
+    translations = sum(s.kind == "translation" for s in SYMPTOMS)
+    assert translations <= len(SYMPTOMS) // 8, f"{translations} translations: most must be users' own words"
+    valid = _required_ids() | eval_kb.kb_ids() | _new_ids()
+    unknown = sorted({s.expected for s in SYMPTOMS} - valid)
+    assert not unknown, f"description labels that are no required id, kb entry or listed new id: {unknown}"
+
+
+def test_heldout_threads_are_used_once():
+    keys = collections.Counter(check.thread_key(s.source) for s in SYMPTOMS)
+    twice = [k for k, n in keys.items() if n > 1]
+    assert not twice, f"descriptions from the same thread: {twice}"
+    tuning = {check.thread_key(c.source) for c in CASES}
+    mixed = sorted(c.path.name for c in HELDOUT if check.thread_key(c.source) in tuning)
+    mixed += sorted(s.id for s in SYMPTOMS if check.thread_key(s.source) in tuning)
+    assert not mixed, f"held-out items from threads the tuning split uses: {mixed}"
+
+
+def test_no_kb_entry_test_or_tuning_case_cites_a_heldout_thread():
+    hits = check.find_citations()
+    assert not hits, ("held-out threads now cited in the repository; move these cases to tests/eval/tuning/ "
+                      "and replace them with fresh unseen ones (docs/EVALUATION.md, Protocol):\n  " +
+                      "\n  ".join(f"{h['case']}: {h['source']} cited in {h['cited_in']}" for h in hits))
+
+
+def test_no_heldout_log_is_copied_into_kb_tests_or_tuning_cases():
+    hits = check.find_copies()
+    assert not hits, ("held-out text copied into seen files; move these cases to tuning and replace them:\n  " +
+                      "\n  ".join(f"{h['case']}: {h['shared_lines']} lines in {h['file']}" for h in hits))
+
+
+def test_the_citation_check_recognises_a_cited_thread(tmp_path):
+    """The checker must see a citation however the URL is written (renamed repo, fragment, trailing dot)."""
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "tests" / "eval" / "heldout" / "logs").mkdir(parents=True)
+    case = HELDOUT[0]
+    (tmp_path / "tests" / "eval" / "heldout" / "logs" / case.path.name).write_text(
+        case.path.read_text(encoding="utf-8"), encoding="utf-8")
+    url = case.source.replace("https://github.com/", "https://www.github.com/") + "#issuecomment-1."
+    (tmp_path / "kb" / "x.yaml").write_text(f"sources:\n  - {url}\n", encoding="utf-8")
+    hits = check.find_citations(tmp_path, tmp_path / "tests" / "eval" / "heldout")
+    assert [h["case"] for h in hits] == [case.path.stem]
+    assert check.thread_key("https://github.com/ROCm/ROCm/issues/12") == \
+        check.thread_key("https://github.com/ROCm/legacy-rocm-build/issues/12")
+
+
+# --- measured on the service ------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def outcomes():
@@ -75,18 +167,43 @@ def outcomes():
     return eval_kb.evaluate(CASES)
 
 
-def test_service_never_raises(outcomes):
-    errors = [(o.case.path.name, o.error) for o in outcomes if o.error]
+@pytest.fixture(scope="module")
+def heldout_outcomes():
+    pytest.importorskip("diagnostics.service")
+    return eval_kb.evaluate(HELDOUT)
+
+
+@pytest.fixture(scope="module")
+def symptom_outcomes():
+    pytest.importorskip("diagnostics.service")
+    return eval_kb.evaluate_symptoms(SYMPTOMS)
+
+
+def test_service_never_raises(outcomes, heldout_outcomes, symptom_outcomes):
+    errors = [(o.case.path.name, o.error) for o in outcomes + heldout_outcomes if o.error]
+    errors += [(o.symptom.id, o.error) for o in symptom_outcomes if o.error]
     assert not errors, errors
 
 
 def test_top1_and_top3_accuracy(outcomes):
     summary = eval_kb.summarize(outcomes)
     table = eval_kb.miss_table([o for o in outcomes if not o.case.negative])
-    assert summary["top1"] >= 0.80, f"top-1 {summary['top1']:.3f} < 0.80\n{table}"
-    assert summary["top3"] >= 0.95, f"top-3 {summary['top3']:.3f} < 0.95\n{table}"
+    assert summary["top1"] >= eval_kb.TUNING_BAR["top1"], f"tuning top-1 {summary['top1']:.3f} < 0.80\n{table}"
+    assert summary["top3"] >= eval_kb.TUNING_BAR["top3"], f"tuning top-3 {summary['top3']:.3f} < 0.95\n{table}"
 
 
 def test_negatives_raise_no_error_level_diagnosis(outcomes):
     alarms = {o.case.path.name: o.alarms for o in outcomes if o.case.negative and o.alarms}
     assert not alarms, f"error/critical diagnoses on healthy or unrelated logs: {alarms}"
+
+
+def test_heldout_negatives_raise_no_new_error_level_diagnosis(heldout_outcomes):
+    """Every healthy/unrelated held-out log that was clean at the baseline stays clean.
+
+    (At the baseline one of them was not: it is listed in bench/eval_baseline.json and docs/EVALUATION.md;
+    the goal of issue 14 is none.)"""
+    baseline = json.loads(eval_kb.BASELINE.read_text(encoding="utf-8"))
+    alarmed_then = {m["case"] for m in baseline["heldout_logs"]["misses"] if m["expected"] == "none"}
+    now = {o.case.path.name: o.alarms for o in heldout_outcomes if o.case.negative and o.alarms}
+    new = {k: v for k, v in now.items() if k not in alarmed_then}
+    assert not new, f"error-level diagnoses on held-out healthy/unrelated logs that were clean: {new}"
