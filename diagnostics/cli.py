@@ -50,7 +50,10 @@ def _read_inputs(paths: list[str] | None) -> tuple[list[tuple[str, str]], list[s
 def cmd_kb_lint(args: argparse.Namespace) -> int:
     from .kb import load_kb
 
+    from .support import lint as lint_matrix
+
     kb = load_kb(args.kb)
+    kb.errors.extend(lint_matrix(args.kb))  # the GPU support matrix (kb/support/gpu-matrix.yaml)
     for e in kb.errors:
         print(str(e))
     n = len(kb.entries)

@@ -75,4 +75,7 @@ def derive(facts: dict[str, Any]) -> dict[str, Any]:
             vendors.append("nvidia")
         if vendors:
             new["gpu.vendors"] = vendors
+    from .support import derive_support  # the GPU support matrix (kb/support/gpu-matrix.yaml)
+
+    new.update({k: v for k, v in derive_support({**facts, **new}).items() if k not in new})
     return {k: v for k, v in new.items() if k not in facts}

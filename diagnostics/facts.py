@@ -119,6 +119,16 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "visible_devices.hides_all": ("bool", "a HIP/ROCR/CUDA_VISIBLE_DEVICES mask selects no device"),
     "visible_devices.masks": ("list[str]", "the visible-device variables that are set, as NAME=value"),
     "env.set_names": ("list[str]", "names of the GPU-related environment variables that are set"),
+    # --- derived from the GPU support matrix (kb/support/gpu-matrix.yaml, diagnostics/support.py) ----------------
+    "torch.wheel_folder": ("str", "the download.pytorch.org/whl folder torch's local version names, e.g. 'rocm6.2', 'cu121', 'cpu'"),
+    "support.targets": ("list[str]", "the visible GPUs' own targets the support matrix reasoned about ('gfx1031', 'sm_86')"),
+    "support.official": ("bool", "every visible AMD GPU's target is in ROCm's compatibility matrix (for the installed ROCm when known)"),
+    "support.unofficial_targets": ("list[str]", "visible AMD targets that ROCm's compatibility matrix does not list"),
+    "support.native_bf16": ("bool", "every visible GPU has native bf16 arithmetic (NVIDIA sm_80+, AMD CDNA and RDNA3+)"),
+    "support.native_wheel_available": ("bool", "some official PyTorch ROCm wheel carries every visible AMD target natively"),
+    "support.torch_archs_source": ("str", "where torch's arch list came from: 'torch' (reported) or 'matrix' (the official wheel of that version)"),
+    "support.override_recommended": ("str", "the HSA_OVERRIDE_GFX_VERSION that lets the installed torch run every visible AMD GPU"),
+    "support.override_status": ("str", "HSA_OVERRIDE_GFX_VERSION against the installed torch: missing, wrong, ok, unnecessary, not-needed or impossible"),
     # --- neighbouring packages ----------------------------------------------------------------------------
     "pkg.transformers": ("str", "installed transformers version"),
     "pkg.accelerate": ("str", "installed accelerate version"),

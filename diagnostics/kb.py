@@ -34,6 +34,9 @@ FACT_OPS = ("eq", "ne", "in", "not_in", "contains", "contains_any", "matches", "
             "version_lt", "version_le", "version_gt", "version_ge")
 TEST_KEYS = ("name", "expect", "facts", "logs")
 TRANSLATION_KEYS = ("title", "symptoms", "cause", "fix", "source_hash")
+# fix-text placeholders, filled from the GPU support matrix and the facts when a report is built (diagnostics/support.py)
+PLACEHOLDERS = ("torch_install", "torch_index_url", "gfx", "override", "rocm_version", "cuda_version")
+PLACEHOLDER_RE = re.compile(r"(?<![$\\{])\{([a-z][a-z0-9_]*)\}(?!\})")
 
 
 class KBError(Exception):
@@ -512,6 +515,13 @@ def parse_entry(text: str, path: str, expected_id: str | None = None) -> Entry:
                     raise ctx.err(fkn, f"unknown key {fk!r} in a translation; allowed: {', '.join(TRANSLATION_KEYS)}")
                 tr[fk] = _str(ctx, fvn, fk)
             translations[lang] = tr
+    for fk in ("title", "symptoms", "cause", "fix"):
+        _check_placeholders(ctx, m[fk][1], text)
+    if "translations" in m:
+        for _lang, (_kn, vn) in _mapping(ctx, m["translations"][1], "translations").items():
+            for fk, (_fkn, fvn) in _mapping(ctx, vn, "a translation").items():
+                if fk != "source_hash":
+                    _check_placeholders(ctx, fvn, text)
     return Entry(
         id=eid,
         title=_str(ctx, m["title"][1], "title"),
@@ -529,6 +539,27 @@ def parse_entry(text: str, path: str, expected_id: str | None = None) -> Entry:
         translations=translations,
         path=path,
     )
+
+
+def _check_placeholders(ctx: _Ctx, node: yaml.Node, source: str) -> None:
+    """Refuse a {name} in prose that is not a known placeholder, pointing at its own line and column."""
+    text = _scalar(ctx, node)
+    if not isinstance(text, str):
+        return
+    for mo in PLACEHOLDER_RE.finditer(text):
+        if mo.group(1) in PLACEHOLDERS:
+            continue
+        before = text[:mo.start()]
+        in_line = len(before) - (before.rfind("\n") + 1)
+        if node.style in ("|", ">"):
+            line = node.start_mark.line + 2 + before.count("\n")  # block text starts below its indicator
+            raw = source.split("\n")[line - 1] if line - 1 < len(source.split("\n")) else ""
+            col = len(raw) - len(raw.lstrip(" ")) + in_line + 1
+        else:
+            line = node.start_mark.line + 1 + before.count("\n")
+            col = node.start_mark.column + 1 + in_line + (1 if node.style in ("'", '"') else 0)
+        raise KBError(ctx.path, line, col, f"unknown placeholder {{{mo.group(1)}}}; use one of: "
+                      + ", ".join("{" + p + "}" for p in PLACEHOLDERS))
 
 
 def load_kb(directory: str | os.PathLike | None = None) -> KnowledgeBase:

@@ -111,10 +111,15 @@ def diagnose_text(logs: Iterable[tuple[str, str]] = (), dumps: Iterable[tuple[st
     all_facts = dict(dump_facts)
     given, problems = factcat.clean_facts(dict(facts or {}))
     all_facts.update(given)
+    from .derive import derive  # pasted dumps get the same derived facts as a live run (support matrix included)
+
+    derived = derive(all_facts)
+    all_facts.update(derived)
     kb, matcher = get_kb(kb_dir)
     texts = logs + [(n, t) for n, t in dumps if (n, t) not in logs]
     sources = {k: "dump" for k in dump_facts}
     sources.update({k: "facts" for k in given})
+    sources.update({k: "derived" for k in derived if k not in sources})
     result = matcher.match(all_facts, texts, fact_sources=sources)
     # what the user wrote in their own words (English or Chinese) around the pasted output, and a description
     from .symptoms import merge_symptoms
@@ -127,7 +132,15 @@ def diagnose_text(logs: Iterable[tuple[str, str]] = (), dumps: Iterable[tuple[st
     result["notes"] = [f"ignored fact: {p}" for p in problems]
     result["kb_version"] = kb.version
     result["kb_errors"] = [str(e) for e in kb.errors]
-    return result
+    return _fill(result, kb_dir)
+
+
+def _fill(report: dict[str, Any], kb_dir: str | None = None) -> dict[str, Any]:
+    """Fix-text placeholders ({torch_install}, {gfx}, ...) filled from the support matrix and the report's facts, so
+    every output (text, JSON, UI, sessions, exports) shows filled text; the raw text stays as <field>_template."""
+    from .support import fill_diagnoses
+
+    return fill_diagnoses(report, kb_dir)
 
 
 def new_report(source: str) -> dict[str, Any]:
@@ -154,12 +167,16 @@ def rediagnose(report: dict[str, Any], kb_dir: str | None = None) -> dict[str, A
     logs = [(lg.get("name", "log"), lg.get("text", "")) for lg in out.get("logs") or []]
     logs += probe_logs(out.get("probes") or [])
     facts, _ = factcat.clean_facts(dict(out.get("facts") or {}))
+    from .derive import derive  # facts today's support matrix derives (sessions saved before it existed)
+
+    facts.update(derive(facts))
+    out["facts"] = facts
     res = matcher.match(facts, logs, unknown_facts=unknown, fact_sources=fact_sources(out.get("probes") or []))
     out["diagnoses"] = res["diagnoses"]
     out["not_ruled_out"] = res["not_ruled_out"]
     out["kb_version"] = kb.version
     out["rediagnosed_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    return out
+    return _fill(out, kb_dir)
 
 
 def unknown_from_probes(probes: list[dict[str, Any]]) -> set[str]:
@@ -303,4 +320,4 @@ def _diagnose_report(report: dict[str, Any], kb_dir: str | None = None) -> dict[
     report["kb_version"] = kb.version
     report["kb_errors"] = [str(e) for e in kb.errors]
     report["verdict"] = verdict(report)
-    return report
+    return _fill(report, kb_dir)

@@ -64,7 +64,21 @@ def child_argv(python: str, model: str | None, device: str, max_new_tokens: int,
         argv.append("--force-load")
     if build_only:
         argv.append("--build-only")
+    if dtype == "auto":
+        argv += ["--bf16-targets", ",".join(native_bf16_targets())]
     return argv
+
+
+def native_bf16_targets() -> list[str]:
+    """GPU targets with native bf16 per the support matrix (kb/support/gpu-matrix.yaml): the automatic dtype
+    picks bf16 only on these, never from torch.cuda.is_bf16_supported(), which every ROCm build answers True."""
+    try:
+        from ..support import get_matrix
+
+        m = get_matrix()
+    except Exception:  # no matrix: float16 everywhere, which every GPU runs
+        return []
+    return sorted(t for table in (m.amd, m.nvidia) for t, row in table.items() if row.get("native_bf16"))
 
 
 def _progress_text(rec: dict[str, Any]) -> str:

@@ -522,6 +522,22 @@ def summarize_devices(devmap: dict, hf_map: dict | None) -> tuple[str, list[str]
     return dev, sorted(kinds), bool(accel and host)
 
 
+def gpu_target(torch) -> str | None:  # noqa: ANN001 - torch is the module imported in the child
+    """The first GPU's own target: 'gfx1030' (ROCm gcnArchName) or 'sm_86' (CUDA capability)."""
+    try:
+        if getattr(torch.version, "hip", None):
+            name = str(getattr(torch.cuda.get_device_properties(0), "gcnArchName", "") or "")
+            return name.split(":", 1)[0] or None
+        major, minor = torch.cuda.get_device_capability(0)
+        return f"sm_{major}{minor}"
+    except Exception:  # no answer: the caller falls back to float16
+        return None
+
+
+def bf16_targets(arg: str | None) -> set[str]:
+    return {t.strip() for t in (arg or "").split(",") if t.strip()}
+
+
 def load_model(model_dir: str, device: str, dtype_name: str, device_map: str | None):
     import torch
     from transformers import AutoModelForCausalLM
@@ -592,7 +608,11 @@ def run(args, result: dict) -> dict:
 
     if args.dtype == "auto":
         if device == "cuda":
-            dtype_name = "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+            # bf16 only where the GPU has native bf16 arithmetic per the support matrix (the parent passes the
+            # targets); torch.cuda.is_bf16_supported() is true on every ROCm build, emulated or not
+            target = gpu_target(torch)
+            result["gpu_target"] = target
+            dtype_name = "bfloat16" if target and target in bf16_targets(args.bf16_targets) else "float16"
         else:
             dtype_name = "float32"
     else:
@@ -802,6 +822,7 @@ def main(argv=None) -> int:
     ap.add_argument("--time-budget", type=float, default=3600.0,
                     help="the parent's time limit: long generations are cut short to report before it")
     ap.add_argument("--build-only", action="store_true", help="build the built-in model and stop")
+    ap.add_argument("--bf16-targets", default="", help="comma list of GPU targets with native bf16 (dtype auto)")
     args = ap.parse_args(argv)
     global _out
     if _out is sys.stdout and argv is None:

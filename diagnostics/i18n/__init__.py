@@ -251,6 +251,12 @@ def localize_diagnoses(diagnoses: list[dict[str, Any]], kb: Any, lang: str | Non
                 if f in d or f in ("title", "fix"):
                     d[f] = loc[f]
             d["lang"], d["translation_stale"] = loc["lang"], loc["stale"]
+            if isinstance(d.get("placeholders"), dict):  # fill the translated text with the report's values
+                from ..support import fill
+
+                for f in ENTRY_FIELDS:
+                    if isinstance(d.get(f), str):
+                        d[f] = fill(d[f], d["placeholders"], lang)
         out.append(d)
     return out
 

@@ -1,0 +1,715 @@
+"""The GPU support matrix (``kb/support/gpu-matrix.yaml``): loading with a strict schema, the facts derived from
+it, the install command computed from it, and the fix-text placeholders filled from it.
+
+The matrix is data like the KB entries: it is composed with the same alias-free YAML loader, every problem is
+reported as ``file:line:column: message``, and nothing in it runs.  Facts derived here never override a fact a
+probe or a parser established; an answer the matrix cannot give is left out (unknown), never guessed.
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .kb import KB_DIR, PLACEHOLDER_RE, PLACEHOLDERS, KBError, _compose, _Ctx, _rel, parse_version
+
+MATRIX_NAME = os.path.join("support", "gpu-matrix.yaml")
+INDEX_BASE = "https://download.pytorch.org/whl/"
+VERIFY_CMD = 'python -c "import torch; print(torch.cuda.get_arch_list())"'
+
+GFX_RE = re.compile(r"^gfx[0-9]{3,4}[a-f]?$|^gfx[0-9]{2}[a-f]$")
+CC_RE = re.compile(r"^sm_[0-9]{2,3}$")
+VER_RE = re.compile(r"^[0-9]+(\.[0-9]+){1,2}$")
+OVERRIDE_RE = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+$")
+
+AMD_KEYS = {"gfx": True, "family": True, "names": True, "official": True, "official_since": False,
+            "native_bf16": True, "override": True, "legacy": False, "source": True}
+NV_KEYS = {"cc": True, "family": True, "names": True, "native_bf16": True, "source": True}
+FOLDER_KEYS = {"folder": True, "stack": True, "version": True, "torch": True}
+WHEEL_KEYS = {"torch": True, "torchvision": True, "torchaudio": True, "archs": False, "source": True}
+DRIVER_KEYS = {"cuda": True, "driver": True, "source": True}
+TOP_KEYS = {"checked": True, "sources": True, "amd": True, "nvidia": True, "wheels": True, "cuda_min_driver": True}
+
+
+@dataclass
+class Wheel:
+    folder: str
+    stack: str                  # rocm | cuda
+    stack_version: str          # '6.2.4', '12.8'
+    torch: str
+    torchvision: str
+    torchaudio: str
+    archs: list[str] | None     # measured torch.cuda.get_arch_list(); None: not established
+    source: list[str]
+
+    @property
+    def index_url(self) -> str:
+        return INDEX_BASE + self.folder
+
+
+@dataclass
+class Matrix:
+    checked: str = ""
+    sources: dict[str, str] = field(default_factory=dict)
+    amd: dict[str, dict[str, Any]] = field(default_factory=dict)
+    nvidia: dict[str, dict[str, Any]] = field(default_factory=dict)
+    wheels: list[Wheel] = field(default_factory=list)
+    cuda_min_driver: dict[str, str] = field(default_factory=dict)
+    errors: list[KBError] = field(default_factory=list)
+    path: str = ""
+
+    # ---- lookups
+    def row(self, target: str) -> dict[str, Any] | None:
+        return self.amd.get(target) or self.nvidia.get(target)
+
+    def target_from_name(self, name: str) -> str | None:
+        """'AMD Radeon RX 6700 XT' -> 'gfx1031' (exact marketing name, case and spacing ignored)."""
+        key = _norm_name(name)
+        if not key:
+            return None
+        for table in (self.amd, self.nvidia):
+            for t, row in table.items():
+                for n in row["names"]:
+                    if _norm_name(n) == key:
+                        return t
+        return None
+
+    def wheel_for(self, torch_version: str) -> Wheel | None:
+        """The wheel a version string like '2.5.1+rocm6.2' came from (None: not a listed official wheel)."""
+        base, _, local = str(torch_version).partition("+")
+        for w in self.wheels:
+            if w.torch == base and w.folder == local:
+                return w
+        return None
+
+    def wheel_carries(self, w: Wheel, target: str) -> bool | None:
+        if w.archs is None:
+            return None
+        return arch_runs(target, w.archs)
+
+
+def _norm_name(name: str) -> str:
+    n = re.sub(r"\s+", " ", str(name)).strip().lower()
+    n = re.sub(r"^(amd|nvidia) ", "", n)
+    return n
+
+
+def arch_runs(target: str, archs: list[str]) -> bool:
+    """Does a build with *archs* carry code that runs on *target*?
+
+    AMD: the exact gfx target must be listed.  NVIDIA: binary code for the same major capability with a lower or
+    equal minor (sm_86 code runs on sm_89), or PTX (compute_XY) of a capability not above it."""
+    listed = {a.split(":", 1)[0] for a in archs}
+    if target in listed:
+        return True
+    if not target.startswith("sm_"):
+        return False
+    want = _cc_num(target)
+    if want is None:
+        return False
+    for a in listed:
+        if a.startswith("sm_"):
+            have = _cc_num(a)
+            if have is not None and have // 10 == want // 10 and have <= want:
+                return True
+        elif a.startswith("compute_"):
+            have = _cc_num(a)
+            if have is not None and have <= want:
+                return True
+    return False
+
+
+def _cc_num(a: str) -> int | None:
+    m = re.match(r"^(?:sm|compute)_([0-9]+)[af]?$", a)
+    return int(m.group(1)) if m else None
+
+
+# --------------------------------------------------------------------------------------------------
+# loading and linting
+
+
+def matrix_path(kb_dir: str | os.PathLike | None = None) -> Path:
+    d = Path(kb_dir) if kb_dir else Path(os.environ.get("GPU_DOCTOR_KB") or KB_DIR)
+    return d / MATRIX_NAME
+
+
+def parse_matrix(text: str, path: str) -> Matrix:
+    """Parse and check the matrix; every problem found is collected (not only the first)."""
+    m = Matrix(path=path)
+    ctx = _Ctx(path)
+    try:
+        root = _compose(text, path)
+    except KBError as exc:
+        m.errors.append(exc)
+        return m
+    if not isinstance(root, yaml.MappingNode):
+        m.errors.append(ctx.err(root, "the support matrix must be a mapping"))
+        return m
+    top = _keys(ctx, root, TOP_KEYS, "the support matrix", m.errors)
+    if "checked" in top:
+        m.checked = str(_scalar(top["checked"]))
+        if not re.match(r"^\d{4}-\d{2}-\d{2}$", m.checked):
+            m.errors.append(ctx.err(top["checked"], "checked must be a date like '2026-12-01'"))
+    if "sources" in top:
+        node = top["sources"]
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                url = _scalar(v)
+                if not isinstance(url, str) or not re.match(r"^https?://\S+$", url):
+                    m.errors.append(ctx.err(v, f"source {_scalar(k)!r} must be an http(s) URL"))
+                m.sources[str(_scalar(k))] = str(url)
+        else:
+            m.errors.append(ctx.err(node, "sources must map a short name to a URL"))
+    names_seen: dict[str, str] = {}
+    for section, keys, idkey, idre, table in (("amd", AMD_KEYS, "gfx", GFX_RE, m.amd),
+                                             ("nvidia", NV_KEYS, "cc", CC_RE, m.nvidia)):
+        node = top.get(section)
+        if node is None:
+            continue
+        for item in _seq(ctx, node, section, m.errors):
+            f = _keys(ctx, item, keys, f"a row of {section}", m.errors)
+            if idkey not in f:
+                continue
+            tid = _scalar(f[idkey])
+            if not isinstance(tid, str) or not idre.match(tid):
+                m.errors.append(ctx.err(f[idkey], f"{idkey} {tid!r} is not a valid target name"))
+                continue
+            if tid in table:
+                m.errors.append(ctx.err(f[idkey], f"duplicate target {tid!r}"))
+                continue
+            row: dict[str, Any] = {"target": tid, "line": f[idkey].start_mark.line + 1}
+            for k, v in f.items():
+                if k == idkey:
+                    continue
+                val = _plain(v)
+                if k in ("names", "source"):
+                    if not (isinstance(val, list) and val and all(isinstance(x, str) and x.strip() for x in val)):
+                        m.errors.append(ctx.err(v, f"{k} must be a non-empty list of strings"))
+                        val = []
+                    if k == "source":
+                        for i, s in enumerate(val):
+                            if s not in m.sources:
+                                m.errors.append(ctx.err(v.value[i], f"unknown source {s!r} (define it under sources:)"))
+                    else:
+                        for i, n in enumerate(val):
+                            key = _norm_name(n)
+                            if key in names_seen:
+                                m.errors.append(ctx.err(v.value[i], f"name {n!r} is also given to {names_seen[key]}"))
+                            names_seen[key] = tid
+                elif k in ("official", "native_bf16", "legacy"):
+                    if not isinstance(val, bool):
+                        m.errors.append(ctx.err(v, f"{k} must be true or false"))
+                elif k == "official_since":
+                    if not (isinstance(val, str) and VER_RE.match(val)):
+                        m.errors.append(ctx.err(v, "official_since must be a quoted ROCm version like '6.4.2'"))
+                elif k == "override":
+                    if val is not None and not (isinstance(val, str) and OVERRIDE_RE.match(val)):
+                        m.errors.append(ctx.err(v, "override must be null or a quoted MAJOR.MINOR.STEP value like '10.3.0'"))
+                elif k == "family":
+                    if not isinstance(val, str) or not val.strip():
+                        m.errors.append(ctx.err(v, "family must be a string"))
+                row[k] = val
+            if section == "amd" and row.get("official") is True and "official_since" not in row:
+                m.errors.append(ctx.err(item, "an officially supported target needs official_since"))
+            if section == "amd" and row.get("official") is False and "official_since" in row:
+                m.errors.append(ctx.err(f["official_since"], "official_since given for a target marked official: false"))
+            table[tid] = row
+    # overrides must land on a target of the table
+    for tid, row in m.amd.items():
+        ov = row.get("override")
+        if ov and override_to_gfx(ov) not in m.amd:
+            m.errors.append(KBError(path, row["line"], 1, f"override {ov} of {tid} maps to {override_to_gfx(ov)}, which has no row"))
+    node = top.get("wheels")
+    folders: set[str] = set()
+    if node is not None:
+        for item in _seq(ctx, node, "wheels", m.errors):
+            f = _keys(ctx, item, FOLDER_KEYS, "a wheel folder", m.errors)
+            if not {"folder", "stack", "version", "torch"} <= set(f):
+                continue
+            folder, stack, ver = _scalar(f["folder"]), _scalar(f["stack"]), _scalar(f["version"])
+            if stack not in ("rocm", "cuda"):
+                m.errors.append(ctx.err(f["stack"], "stack must be rocm or cuda"))
+                continue
+            if not (isinstance(ver, str) and VER_RE.match(ver)):
+                m.errors.append(ctx.err(f["version"], "version must be a quoted version like '6.2.4' or '12.8'"))
+                continue
+            want = "rocm" + ver if stack == "rocm" else "cu" + ver.replace(".", "")
+            if folder != want:
+                m.errors.append(ctx.err(f["folder"], f"folder {folder!r} does not match {stack} {ver} (expected {want!r})"))
+                continue
+            if folder in folders:
+                m.errors.append(ctx.err(f["folder"], f"duplicate folder {folder!r}"))
+                continue
+            folders.add(folder)
+            for w in _seq(ctx, f["torch"], "torch", m.errors):
+                wf = _keys(ctx, w, WHEEL_KEYS, "a wheel", m.errors)
+                if not {"torch", "torchvision", "torchaudio", "source"} <= set(wf):
+                    continue
+                vals = {}
+                for k in ("torch", "torchvision", "torchaudio"):
+                    v = _scalar(wf[k])
+                    if not (isinstance(v, str) and VER_RE.match(v)):
+                        m.errors.append(ctx.err(wf[k], f"{k} must be a version like 2.5.1"))
+                    vals[k] = str(v)
+                archs = None
+                if "archs" in wf:
+                    archs = _plain(wf["archs"])
+                    if not (isinstance(archs, list) and archs and all(isinstance(a, str) for a in archs)):
+                        m.errors.append(ctx.err(wf["archs"], "archs must be a non-empty list of targets"))
+                        archs = None
+                    else:
+                        table = m.amd if stack == "rocm" else m.nvidia
+                        for i, a in enumerate(archs):
+                            base = re.sub(r"^compute_", "sm_", a)
+                            if base not in table:
+                                m.errors.append(ctx.err(wf["archs"].value[i], f"arch {a!r} has no row under {'amd' if stack == 'rocm' else 'nvidia'}"))
+                src = _plain(wf["source"])
+                if not (isinstance(src, list) and src):
+                    m.errors.append(ctx.err(wf["source"], "source must be a non-empty list of source names"))
+                    src = []
+                for i, s in enumerate(src):
+                    if s not in m.sources:
+                        m.errors.append(ctx.err(wf["source"].value[i], f"unknown source {s!r} (define it under sources:)"))
+                m.wheels.append(Wheel(folder, stack, ver, vals["torch"], vals["torchvision"], vals["torchaudio"],
+                                      archs, [str(s) for s in src]))
+    node = top.get("cuda_min_driver")
+    if node is not None:
+        for item in _seq(ctx, node, "cuda_min_driver", m.errors):
+            f = _keys(ctx, item, DRIVER_KEYS, "a driver row", m.errors)
+            if {"cuda", "driver"} <= set(f):
+                m.cuda_min_driver[str(_scalar(f["cuda"]))] = str(_scalar(f["driver"]))
+    return m
+
+
+def _scalar(node: yaml.Node) -> Any:
+    if not isinstance(node, yaml.ScalarNode):
+        return None
+    return yaml.constructor.SafeConstructor().construct_object(node)
+
+
+def _plain(node: yaml.Node) -> Any:
+    if isinstance(node, yaml.ScalarNode):
+        return _scalar(node)
+    if isinstance(node, yaml.SequenceNode):
+        return [_plain(n) for n in node.value]
+    return {str(_scalar(k)): _plain(v) for k, v in node.value} if isinstance(node, yaml.MappingNode) else None
+
+
+def _seq(ctx: _Ctx, node: yaml.Node, what: str, errors: list[KBError]) -> list[yaml.Node]:
+    if not isinstance(node, yaml.SequenceNode):
+        errors.append(ctx.err(node, f"{what} must be a list"))
+        return []
+    return list(node.value)
+
+
+def _keys(ctx: _Ctx, node: yaml.Node, allowed: dict[str, bool], what: str, errors: list[KBError]) -> dict[str, yaml.Node]:
+    out: dict[str, yaml.Node] = {}
+    if not isinstance(node, yaml.MappingNode):
+        errors.append(ctx.err(node, f"{what} must be a mapping"))
+        return out
+    for k, v in node.value:
+        key = _scalar(k)
+        if key not in allowed:
+            errors.append(ctx.err(k, f"unknown key {key!r} in {what}; allowed: {', '.join(allowed)}"))
+            continue
+        if key in out:
+            errors.append(ctx.err(k, f"duplicate key {key!r} in {what}"))
+            continue
+        out[key] = v
+    for k, required in allowed.items():
+        if required and k not in out:
+            errors.append(ctx.err(node, f"{what} lacks required key {k!r}"))
+    return out
+
+
+def load_matrix_file(path: str | os.PathLike) -> Matrix:
+    p = Path(path)
+    rel = _rel(p)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return Matrix(path=rel, errors=[KBError(rel, 1, 1, f"cannot read the support matrix: {exc}")])
+    return parse_matrix(text, rel)
+
+
+_cache_lock = threading.Lock()
+_cache: dict[str, tuple[tuple, Matrix]] = {}
+
+
+def get_matrix(kb_dir: str | os.PathLike | None = None) -> Matrix:
+    """The matrix of the KB in use (``GPU_DOCTOR_KB`` or ``kb/``), reloaded when the file changes; an empty one when
+    that KB has no matrix."""
+    p = matrix_path(kb_dir)
+    try:
+        st = p.stat()
+        stamp: tuple = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        return Matrix(path=str(p))
+    with _cache_lock:
+        hit = _cache.get(str(p))
+        if hit and hit[0] == stamp:
+            return hit[1]
+        m = load_matrix_file(p)
+        _cache[str(p)] = (stamp, m)
+        return m
+
+
+def lint(kb_dir: str | os.PathLike | None = None) -> list[KBError]:
+    p = matrix_path(kb_dir)
+    if not p.exists():
+        return []
+    return load_matrix_file(p).errors
+
+
+# --------------------------------------------------------------------------------------------------
+# targets and derived facts
+
+
+def override_to_gfx(value: str) -> str | None:
+    """'10.3.0' -> 'gfx1030', '9.0.10' -> 'gfx90a', '11.5.1' -> 'gfx1151'."""
+    m = re.match(r"^\s*([0-9]+)\.([0-9]+)\.([0-9]+)\s*$", str(value))
+    if not m:
+        return None
+    major, minor, step = (int(x) for x in m.groups())
+    if minor > 15 or step > 15:
+        return None
+    return f"gfx{major}{minor:x}{step:x}"
+
+
+def _base(a: str) -> str:
+    a = a.strip()
+    if "--" in a:
+        a = a.split("--", 1)[1]
+    return a.split(":", 1)[0]
+
+
+def amd_targets(facts: dict[str, Any], matrix: Matrix) -> tuple[list[str], str]:
+    """The native gfx targets of the visible AMD GPUs and where they were read from."""
+    if facts.get("gpu.native_gfx_targets"):
+        return [_base(t) for t in facts["gpu.native_gfx_targets"]], "gpu.native_gfx_targets"
+    over = facts.get("hsa_override.value") or facts.get("env.HSA_OVERRIDE_GFX_VERSION")
+    for key in ("gpu.gfx_targets", "torch.gcn_arch_names"):
+        vals = [_base(t) for t in facts.get(key) or [] if _base(t).startswith("gfx")]
+        if vals and not over:  # with an override in force these show the overridden name, not the GPU's own
+            return vals, key
+    names = facts.get("gpu.names") or facts.get("torch.device_names") or []
+    found = [matrix.target_from_name(n) for n in names]
+    found = [t for t in found if t and t.startswith("gfx")]
+    if found and len(found) == len(names):
+        return found, "gpu.names"
+    return [], ""
+
+
+def nvidia_targets(facts: dict[str, Any], matrix: Matrix) -> list[str]:
+    caps = [c for c in facts.get("nvidia.compute_caps") or [] if c.startswith("sm_")]
+    if caps:
+        return caps
+    names = facts.get("gpu.names") or facts.get("torch.device_names") or []
+    found = [matrix.target_from_name(n) for n in names]
+    found = [t for t in found if t and t.startswith("sm_")]
+    return found if found and len(found) == len(names) else []
+
+
+def torch_archs(facts: dict[str, Any], matrix: Matrix) -> tuple[list[str] | None, str]:
+    """torch's arch list: as torch reported it, else the measured list of the official wheel it came from."""
+    al = facts.get("torch.arch_list")
+    if isinstance(al, list) and al:
+        return [_base(a) for a in al], "torch"
+    ver = facts.get("torch.version")
+    if ver:
+        w = matrix.wheel_for(ver)
+        if w is not None and w.archs is not None:
+            return list(w.archs), "matrix"
+    return None, ""
+
+
+def derive_support(facts: dict[str, Any], matrix: Matrix | None = None) -> dict[str, Any]:
+    """New facts from the support matrix (only ones the given facts do not already hold)."""
+    m = matrix or get_matrix()
+    new: dict[str, Any] = {}
+    if not m.amd and not m.nvidia:
+        return new
+    ver = str(facts.get("torch.version") or "")
+    if "+" in ver:
+        new["torch.wheel_folder"] = ver.split("+", 1)[1]
+    build = facts.get("torch.build")
+    amd, amd_src = amd_targets(facts, m)
+    nv = nvidia_targets(facts, m)
+    targets = amd or nv
+    if targets:
+        new["support.targets"] = list(dict.fromkeys(targets))
+        rows = [m.row(t) for t in targets]
+        if all(r is not None for r in rows):
+            new["support.native_bf16"] = all(bool(r.get("native_bf16")) for r in rows)  # type: ignore[union-attr]
+    if amd:
+        rows = [m.amd.get(t) for t in amd]
+        if all(r is not None for r in rows):
+            rocm = facts.get("rocm.version") or facts.get("torch.hip_version")
+            unofficial = []
+            for t, r in zip(amd, rows):
+                ok = bool(r.get("official"))  # type: ignore[union-attr]
+                if ok and rocm and r.get("official_since"):  # type: ignore[union-attr]
+                    ok = (parse_version(rocm) or (0,))[:3] >= (parse_version(r["official_since"]) or (0,))  # type: ignore[index]
+                if not ok:
+                    unofficial.append(t)
+            new["support.official"] = not unofficial
+            new["support.unofficial_targets"] = sorted(set(unofficial))
+        native_wheel = [any(w.archs and t in w.archs for w in m.wheels if w.stack == "rocm") for t in amd]
+        new["support.native_wheel_available"] = all(native_wheel)
+    archs, src = torch_archs(facts, m)
+    if src:
+        new["support.torch_archs_source"] = src
+    override = facts.get("hsa_override.value")
+    if override is None and facts.get("env.HSA_OVERRIDE_GFX_VERSION"):
+        override = str(facts["env.HSA_OVERRIDE_GFX_VERSION"]).strip().strip("'\"")
+    if build == "rocm" and amd and archs is not None:
+        listed = set(archs)
+        eff_gfx = override_to_gfx(override) if override else None
+        effective = [eff_gfx or t for t in amd]
+        missing = sorted({t for t in effective if t not in listed})
+        native_missing = sorted({t for t in amd if t not in listed})
+        if "torch.arch_list" not in facts or not facts.get("torch.arch_list"):
+            new["torch.arch_supported"] = not missing
+            new["torch.unsupported_archs"] = missing
+        # the override that would let this torch run every GPU
+        recs = set()
+        possible = True
+        for t in native_missing:
+            r = m.amd.get(t)
+            ov = r.get("override") if r else None
+            if ov and override_to_gfx(ov) in listed:
+                recs.add(ov)
+            else:
+                possible = False
+        rec = next(iter(recs)) if (possible and len(recs) == 1) else None
+        if rec:
+            new["support.override_recommended"] = rec
+        if not native_missing:
+            status = "unnecessary" if override else "not-needed"
+        elif rec is None:
+            status = "impossible"
+        elif not override:
+            status = "missing"
+        elif override_to_gfx(override) == override_to_gfx(rec):
+            status = "ok"
+        else:
+            status = "wrong"
+        new["support.override_status"] = status
+    elif build == "cuda" and nv and archs is not None and not facts.get("torch.arch_list"):
+        missing = sorted({c for c in nv if not arch_runs(c, archs)})
+        new["torch.arch_supported"] = not missing
+        new["torch.unsupported_archs"] = missing
+    del amd_src
+    return {k: v for k, v in new.items() if k not in facts}
+
+
+# --------------------------------------------------------------------------------------------------
+# the install command
+
+
+@dataclass
+class Install:
+    wheel: Wheel
+    override: str | None        # HSA_OVERRIDE_GFX_VERSION still needed with this wheel
+    targets: list[str]
+    check_target: str           # what get_arch_list() must contain afterwards
+
+    def command(self) -> str:
+        w = self.wheel
+        return (f"pip uninstall -y torch torchvision torchaudio && pip install torch=={w.torch} "
+                f"torchvision=={w.torchvision} torchaudio=={w.torchaudio} --index-url {w.index_url}")
+
+
+def _driver_ok(w: Wheel, facts: dict[str, Any], m: Matrix) -> bool:
+    if w.stack != "cuda":
+        return True
+    top = facts.get("nvidia.cuda_version")
+    if top and (parse_version(top) or (0,))[:2] < (parse_version(w.stack_version) or (0,))[:2]:
+        return False
+    drv = facts.get("nvidia.driver_version")
+    need = m.cuda_min_driver.get(w.stack_version)
+    if drv and need and (parse_version(drv) or (0,)) < (parse_version(need) or (0,)):
+        return False
+    return True
+
+
+def _tv(v: str) -> tuple[int, ...]:
+    return parse_version(v) or (0,)
+
+
+def recommend_install(facts: dict[str, Any], matrix: Matrix | None = None) -> Install | None:
+    """The newest official wheel whose measured arch list carries every visible GPU (natively when possible, else
+    through the GPU's override), within what the NVIDIA driver supports.  None when that cannot be established."""
+    m = matrix or get_matrix()
+    amd, _ = amd_targets(facts, m)
+    nv = [] if amd else nvidia_targets(facts, m)
+    if amd:
+        cands = [w for w in m.wheels if w.stack == "rocm" and w.archs]
+        native = [w for w in cands if all(t in w.archs for t in amd)]  # type: ignore[operator]
+        if native:
+            w = max(native, key=lambda w: (_tv(w.torch), _tv(w.stack_version)))
+            return Install(w, None, amd, amd[0])
+        ovs = {(m.amd.get(t) or {}).get("override") for t in amd if t}
+        if len(ovs) == 1 and None not in ovs:
+            ov = ovs.pop()
+            g = override_to_gfx(ov)  # type: ignore[arg-type]
+            via = [w for w in cands if g in w.archs]  # type: ignore[operator]
+            if via:
+                w = max(via, key=lambda w: (_tv(w.torch), _tv(w.stack_version)))
+                return Install(w, ov, amd, g or "")
+        return None
+    if nv:
+        cands = [w for w in m.wheels if w.stack == "cuda" and w.archs and all(arch_runs(c, w.archs) for c in nv)
+                 and _driver_ok(w, facts, m)]
+        if cands:
+            w = max(cands, key=lambda w: (_tv(w.torch), _tv(w.stack_version)))
+            return Install(w, None, nv, nv[0])
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
+# fix-text placeholders
+
+
+GENERIC = {
+    "en": {
+        "torch_install": ("the torch, torchvision and torchaudio trio of one release from the PyTorch wheel folder "
+                          "that carries your GPU's target (pick it on https://pytorch.org/get-started/locally/): first "
+                          "`pip uninstall -y torch torchvision torchaudio`, then `pip install torch==X torchvision==Y "
+                          "torchaudio==Z --index-url https://download.pytorch.org/whl/<folder>` (`--index-url`, not "
+                          "`--extra-index-url`, which gives no priority); afterwards "
+                          "`" + VERIFY_CMD + "` must list your GPU's target"),
+        "torch_index_url": "the PyTorch index for your ROCm or CUDA version (https://download.pytorch.org/whl/<folder>, see https://pytorch.org/get-started/locally/)",
+        "gfx": "your GPU's gfx target (`rocminfo | grep -m1 -o 'gfx[0-9a-f]*'`)",
+        "override": "the value of your GPU's family (RDNA2: 10.3.0, RDNA3: 11.0.0; none for a target the wheel carries)",
+        "rocm_version": "your ROCm version (`cat /opt/rocm/.info/version`)",
+        "cuda_version": "the CUDA version your driver supports (top right of `nvidia-smi`)",
+    },
+    "zh": {
+        "torch_install": ("同一版本的 torch、torchvision、torchaudio 三件套，来自包含你 GPU 目标架构的 PyTorch wheel 目录"
+                          "（在 https://pytorch.org/get-started/locally/ 选择）：先 `pip uninstall -y torch torchvision torchaudio`，"
+                          "再 `pip install torch==X torchvision==Y torchaudio==Z --index-url https://download.pytorch.org/whl/<目录>`"
+                          "（用 `--index-url`，`--extra-index-url` 不提供优先级）；之后 `" + VERIFY_CMD + "` 必须列出你 GPU 的目标架构"),
+        "torch_index_url": "与你的 ROCm 或 CUDA 版本对应的 PyTorch 索引（https://download.pytorch.org/whl/<目录>，见 https://pytorch.org/get-started/locally/）",
+        "gfx": "你 GPU 的 gfx 目标架构（`rocminfo | grep -m1 -o 'gfx[0-9a-f]*'`）",
+        "override": "与你 GPU 同一家族的值（RDNA2：10.3.0，RDNA3：11.0.0；wheel 已包含的目标无需设置）",
+        "rocm_version": "你的 ROCm 版本（`cat /opt/rocm/.info/version`）",
+        "cuda_version": "你的驱动支持的 CUDA 版本（`nvidia-smi` 右上角）",
+    },
+}
+
+
+def placeholders_in(text: str) -> list[str]:
+    return PLACEHOLDER_RE.findall(text or "")
+
+
+def unknown_placeholders(text: str) -> list[str]:
+    return sorted({p for p in placeholders_in(text) if p not in PLACEHOLDERS})
+
+
+def placeholder_values(facts: dict[str, Any], matrix: Matrix | None = None) -> dict[str, str | None]:
+    """Each placeholder's value for these facts; None where it cannot be established."""
+    m = matrix or get_matrix()
+    vals: dict[str, str | None] = {p: None for p in PLACEHOLDERS}
+    amd, _ = amd_targets(facts, m)
+    if amd and len(set(amd)) == 1:
+        vals["gfx"] = amd[0]
+    elif amd:
+        vals["gfx"] = ", ".join(dict.fromkeys(amd))
+    rec = facts.get("support.override_recommended")
+    if rec is None:
+        d = derive_support(facts, m)
+        rec = d.get("support.override_recommended")
+    inst = recommend_install(facts, m)
+    if rec:
+        vals["override"] = rec
+    elif inst is not None and inst.override:
+        vals["override"] = inst.override
+    rv = facts.get("rocm.version") or facts.get("torch.hip_version")
+    if rv:
+        pv = parse_version(rv)
+        vals["rocm_version"] = ".".join(str(x) for x in pv[:3]) if pv else str(rv)
+    if facts.get("nvidia.cuda_version"):
+        vals["cuda_version"] = str(facts["nvidia.cuda_version"])
+    if inst is not None:
+        vals["torch_index_url"] = inst.wheel.index_url
+        cmd = f"`{inst.command()}`"
+        check = f"`{VERIFY_CMD}` must then list `{inst.check_target}`"
+        if inst.override:
+            cmd = f"{cmd} (this build runs the GPU only with `HSA_OVERRIDE_GFX_VERSION={inst.override}` set)"
+        vals["torch_install"] = f"{cmd}; {check}"
+    return vals
+
+
+_ZH_INSTALL = ("`{cmd}`{ov}；之后 `" + VERIFY_CMD + "` 必须列出 `{tgt}`")
+
+
+def fill(text: str, values: dict[str, str | None], lang: str = "en") -> str:
+    """*text* with every known placeholder replaced: by its value, or by generic wording when unknown."""
+    if not text or "{" not in text:
+        return text
+    generic = GENERIC.get(lang) or GENERIC["en"]
+
+    def rep(mo: re.Match) -> str:
+        name = mo.group(1)
+        if name not in PLACEHOLDERS:
+            return mo.group(0)
+        v = values.get(name)
+        if v is None:
+            return generic[name]
+        if lang == "zh" and name == "torch_install" and values.get("_install_cmd"):
+            ov = values.get("_install_override")
+            return _ZH_INSTALL.format(cmd=values["_install_cmd"],
+                                      ov=f"（此版本需设置 `HSA_OVERRIDE_GFX_VERSION={ov}` 才能使用该 GPU）" if ov else "",
+                                      tgt=values.get("_install_check") or "")
+        return v
+
+    return PLACEHOLDER_RE.sub(rep, text)
+
+
+def report_values(facts: dict[str, Any], matrix: Matrix | None = None) -> dict[str, str | None]:
+    """placeholder_values plus the parts other languages rebuild the install sentence from."""
+    m = matrix or get_matrix()
+    vals = placeholder_values(facts, m)
+    inst = recommend_install(facts, m)
+    if inst is not None:
+        vals["_install_cmd"] = inst.command()
+        vals["_install_override"] = inst.override
+        vals["_install_check"] = inst.check_target
+    return vals
+
+
+TEXT_FIELDS = ("title", "symptoms", "cause", "fix")
+DIAG_KEYS = ("diagnoses", "not_ruled_out", "possible")
+
+
+def fill_diagnoses(result: dict[str, Any], kb_dir: str | None = None, lang: str = "en") -> dict[str, Any]:
+    """Fill the placeholders of every diagnosis in *result* (in place) from ``result['facts']``.  The raw text is
+    kept as ``<field>_template`` and the values as ``placeholders``, so another language can be filled later."""
+    lists = [result.get(k) for k in DIAG_KEYS]
+    if not any(lists):
+        return result
+    try:
+        m = get_matrix(kb_dir)
+        vals = report_values(dict(result.get("facts") or {}), m)
+    except Exception:  # a matrix problem costs the filled values, never the report
+        vals = {p: None for p in PLACEHOLDERS}
+    for lst in lists:
+        for d in lst or []:
+            if not isinstance(d, dict):
+                continue
+            used = False
+            for f in TEXT_FIELDS:
+                src = d.get(f + "_template", d.get(f))
+                if isinstance(src, str) and placeholders_in(src):
+                    d[f + "_template"] = src
+                    d[f] = fill(src, vals, lang)
+                    used = True
+            if used:
+                d["placeholders"] = vals
+    return result
