@@ -289,7 +289,10 @@ def parse_matrix(text: str, path: str) -> Matrix:
 def _scalar(node: yaml.Node) -> Any:
     if not isinstance(node, yaml.ScalarNode):
         return None
-    return yaml.constructor.SafeConstructor().construct_object(node)
+    try:
+        return yaml.constructor.SafeConstructor().construct_object(node)
+    except (yaml.YAMLError, ValueError, OverflowError):  # e.g. a date with month 13: keep the raw text for the error
+        return node.value
 
 
 def _plain(node: yaml.Node) -> Any:

@@ -1,0 +1,220 @@
+"""The GPU support matrix (kb/support/gpu-matrix.yaml): lint, derived facts, computed install commands and the
+fix-text placeholders in every output format."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from diagnostics import service, support
+from diagnostics.kb import KBError, parse_entry
+from diagnostics.report import render_report
+
+ROOT = Path(__file__).resolve().parent.parent
+M = support.get_matrix(ROOT / "kb")
+SCENARIOS = sorted((ROOT / "tests" / "scenarios").glob("*.yaml"))
+
+
+def test_shipped_matrix_lints_clean_and_covers_the_targets():
+    assert M.errors == []
+    for g in ("gfx900", "gfx906", "gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx950", "gfx1010", "gfx1011",
+              "gfx1012", "gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036", "gfx1100",
+              "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1200", "gfx1201", "gfx803"):
+        assert g in M.amd, g
+        assert all(s in M.sources for s in M.amd[g]["source"])
+    for c in ("sm_50", "sm_60", "sm_61", "sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"):
+        assert c in M.nvidia, c
+
+
+# every target some wheel carries: the computed command must point to a folder whose listed wheel carries it
+CARRIED_AMD = sorted({a for w in M.wheels if w.stack == "rocm" and w.archs for a in w.archs})
+CARRIED_NV = sorted({a for w in M.wheels if w.stack == "cuda" and w.archs for a in w.archs if a in M.nvidia}
+                    | {c for c in M.nvidia if any(w.archs and support.arch_runs(c, w.archs) for w in M.wheels)})
+
+
+@pytest.mark.parametrize("target", CARRIED_AMD + CARRIED_NV)
+def test_install_command_points_to_a_wheel_that_carries_the_target(target):
+    key = "gpu.gfx_targets" if target.startswith("gfx") else "nvidia.compute_caps"
+    inst = support.recommend_install({key: [target]}, M)
+    assert inst is not None and inst.override is None
+    assert inst.wheel.archs and support.arch_runs(target, inst.wheel.archs)
+    cmd = inst.command()
+    m = re.search(r"pip install torch==(\S+) torchvision==(\S+) torchaudio==(\S+) --index-url "
+                  r"https://download\.pytorch\.org/whl/(\S+)$", cmd)
+    assert m and cmd.startswith("pip uninstall -y torch torchvision torchaudio && ")
+    listed = [w for w in M.wheels if w.folder == m.group(4) and w.torch == m.group(1)]
+    assert listed and listed[0].torchvision == m.group(2) and listed[0].torchaudio == m.group(3)
+    assert "--extra-index-url" not in cmd
+
+
+@pytest.mark.parametrize("gfx,override", [("gfx1031", "10.3.0"), ("gfx1032", "10.3.0"), ("gfx1034", "10.3.0"),
+                                          ("gfx1035", "10.3.0"), ("gfx1036", "10.3.0"), ("gfx1103", "11.0.0")])
+def test_overridable_targets_get_the_family_value_and_a_wheel_with_the_sibling(gfx, override):
+    inst = support.recommend_install({"gpu.gfx_targets": [gfx]}, M)
+    assert inst is not None and inst.override == override
+    assert support.override_to_gfx(override) in inst.wheel.archs
+
+
+def test_never_recommends_rocm62_for_targets_it_lacks():
+    for g in ("gfx1101", "gfx1102", "gfx1200", "gfx1201", "gfx1150", "gfx1151"):
+        inst = support.recommend_install({"gpu.gfx_targets": [g]}, M)
+        assert inst is not None and inst.wheel.folder != "rocm6.2" and g in inst.wheel.archs
+
+
+def test_old_driver_limits_the_cuda_folder():
+    inst = support.recommend_install({"nvidia.compute_caps": ["sm_86"], "nvidia.cuda_version": "12.6",
+                                      "nvidia.driver_version": "560.35.03"}, M)
+    assert inst is not None and inst.wheel.folder == "cu126"
+    assert support.recommend_install({"nvidia.compute_caps": ["sm_86"], "nvidia.cuda_version": "11.4"}, M) is None
+
+
+@pytest.mark.parametrize("facts,expect", [
+    # RX 6700 XT, torch 2.5.1+rocm6.2 (arch list from the matrix), no override: missing, value 10.3.0
+    ({"torch.build": "rocm", "torch.version": "2.5.1+rocm6.2", "gpu.gfx_targets": ["gfx1031"]},
+     {"torch.arch_supported": False, "support.override_status": "missing", "support.override_recommended": "10.3.0",
+      "support.official": False, "support.native_bf16": False, "support.torch_archs_source": "matrix"}),
+    # the right override in force: live probe reads the native target from sysfs
+    ({"torch.build": "rocm", "torch.version": "2.5.1+rocm6.2", "gpu.native_gfx_targets": ["gfx1031"],
+      "hsa_override.value": "10.3.0"},
+     {"torch.arch_supported": True, "support.override_status": "ok"}),
+    # 11.0.0 on an RX 7900 XTX whose target the wheel carries: unnecessary
+    ({"torch.build": "rocm", "torch.arch_list": ["gfx1030", "gfx1100"], "gpu.native_gfx_targets": ["gfx1100"],
+      "hsa_override.value": "11.0.0"}, {"support.override_status": "unnecessary", "support.official": True}),
+    # 11.0.0 on RDNA2: wrong
+    ({"torch.build": "rocm", "torch.arch_list": ["gfx1030", "gfx1100"], "gpu.native_gfx_targets": ["gfx1031"],
+      "hsa_override.value": "11.0.0"}, {"support.override_status": "wrong"}),
+    # RX 7800 XT with a torch 2.7.1+rocm6.3 wheel that carries gfx1101: no override needed
+    ({"torch.build": "rocm", "torch.version": "2.7.1+rocm6.3", "gpu.gfx_targets": ["gfx1101"], "rocm.version": "6.4.2"},
+     {"torch.arch_supported": True, "support.override_status": "not-needed", "support.official": True,
+      "support.native_bf16": True}),
+    # the GPU known only by its marketing name (collect_env)
+    ({"torch.build": "rocm", "torch.version": "2.5.1+rocm6.2", "gpu.names": ["AMD Radeon RX 6600 XT"]},
+     {"support.targets": ["gfx1032"], "support.override_recommended": "10.3.0"}),
+    # NVIDIA: sm_89 runs sm_86 code of a cu126 wheel; a cu128 2.11 wheel lacks sm_70
+    ({"torch.build": "cuda", "torch.version": "2.11.0+cu126", "nvidia.compute_caps": ["sm_89"]},
+     {"torch.arch_supported": True, "support.native_bf16": True}),
+    ({"torch.build": "cuda", "torch.version": "2.11.0+cu128", "nvidia.compute_caps": ["sm_70"]},
+     {"torch.arch_supported": False, "torch.unsupported_archs": ["sm_70"], "support.native_bf16": False}),
+])
+def test_derived_facts(facts, expect):
+    got = support.derive_support(facts, M)
+    for k, v in expect.items():
+        assert got.get(k) == v, (k, got)
+
+
+def test_unknown_stays_unknown():
+    # a nightly whose arch list the matrix does not hold: no prediction about code for the GPU
+    got = support.derive_support({"torch.build": "rocm", "torch.version": "2.7.0.dev20250123+rocm6.3",
+                                  "gpu.gfx_targets": ["gfx1010"]}, M)
+    assert "torch.arch_supported" not in got and "support.override_status" not in got
+    # a wheel listed without a measured arch list is never recommended
+    assert all(w.archs for w in M.wheels if support.recommend_install({"gpu.gfx_targets": ["gfx1100"]}, M).wheel is w)
+
+
+# ---------------------------------------------------------------------------------------------- lint
+
+def test_matrix_errors_carry_file_line_column(tmp_path):
+    text = (ROOT / "kb" / "support" / "gpu-matrix.yaml").read_text(encoding="utf-8")
+    bad = text.replace("override: '10.3.0', source: [llvm-amdgpu, ollama-amd]}", "override: '10.3', source: [llvm-amdgpu, ollama-amd]}", 1)
+    bad = bad.replace("native_bf16: true, override: null, source: [rocm-compat]}", "native_bf16: yes-please, override: null, source: [nowhere]}", 1)
+    m = support.parse_matrix(bad, "kb/support/gpu-matrix.yaml")
+    msgs = [str(e) for e in m.errors]
+    assert any(re.match(r"kb/support/gpu-matrix\.yaml:\d+:\d+: override must be", x) for x in msgs), msgs
+    assert any("native_bf16 must be true or false" in x for x in msgs)
+    assert any("unknown source 'nowhere'" in x for x in msgs)
+    line_of = {e.message.split(" ")[0]: e.line for e in m.errors}
+    assert bad.split("\n")[line_of["override"] - 1].lstrip().startswith("- {gfx: gfx1031")
+    m2 = support.parse_matrix(text.replace("folder: rocm6.3\n", "folder: rocm6.9\n"), "x.yaml")
+    assert any("folder 'rocm6.9' does not match rocm 6.3" in e.message for e in m2.errors)
+    m3 = support.parse_matrix(text + "\nextra: 1\n", "x.yaml")
+    assert any(e.message.startswith("unknown key 'extra'") and e.col == 1 for e in m3.errors)
+
+
+def test_kb_lint_runs_the_matrix(tmp_path, capsys):
+    import shutil
+
+    from diagnostics.cli import main
+
+    kb = tmp_path / "kb"
+    (kb / "support").mkdir(parents=True)
+    shutil.copy(ROOT / "kb" / "hip-no-binary-for-gpu.yaml", kb)
+    (kb / "support" / "gpu-matrix.yaml").write_text("checked: 2026-13-01\nsources: {}\namd: []\nnvidia: []\n"
+                                                     "wheels: []\ncuda_min_driver: []\nbogus: 1\n", encoding="utf-8")
+    assert main(["kb", "--kb", str(kb), "lint"]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"gpu-matrix\.yaml:7:1: unknown key 'bogus'", out), out
+
+
+def test_lint_refuses_unknown_placeholder_with_position():
+    src = (ROOT / "kb" / "hip-no-binary-for-gpu.yaml").read_text(encoding="utf-8")
+    bad = src.replace("{torch_install}.", "{torch_instal}.", 1)
+    with pytest.raises(KBError) as exc:
+        parse_entry(bad, "kb/hip-no-binary-for-gpu.yaml", "hip-no-binary-for-gpu")
+    e = exc.value
+    assert "unknown placeholder {torch_instal}" in e.message
+    line = bad.split("\n")[e.line - 1]
+    assert line[e.col - 1:].startswith("{torch_instal}")
+    # shell and awk braces are not placeholders
+    ok = src.replace("then try again.", "then try again (`${HOME}`, `awk '{print $2}'`).", 1)
+    parse_entry(ok, "kb/hip-no-binary-for-gpu.yaml", "hip-no-binary-for-gpu")
+
+
+# ---------------------------------------------------------------------------------------------- placeholders
+
+def _scenario(name):
+    return yaml.safe_load((ROOT / "tests" / "scenarios" / name).read_text(encoding="utf-8"))
+
+
+def test_placeholders_filled_in_every_output(tmp_path):
+    sc = _scenario("rx6700xt-gfx1031-rocm62-no-override.yaml")
+    res = service.diagnose_text(dumps=[(d["name"], d["text"]) for d in sc["dumps"]])
+    d = next(x for x in res["diagnoses"] if x["id"] == "hip-no-binary-for-gpu")
+    assert "HSA_OVERRIDE_GFX_VERSION=10.3.0" in d["fix"] and "{" not in d["fix"].replace("${", "")
+    assert "{torch_install}" in d["fix_template"]
+    assert "--index-url https://download.pytorch.org/whl/rocm" in d["fix"] and "rocm6.2`" not in d["fix"]
+    # JSON
+    js = json.dumps(res, ensure_ascii=False)
+    assert "{torch_install}" not in json.dumps([{k: v for k, v in x.items() if not k.endswith("_template")}
+                                                for x in res["diagnoses"]])
+    assert "HSA_OVERRIDE_GFX_VERSION=10.3.0" in js
+    # text report, English and Chinese
+    report = dict(service.new_report("pasted"), **{k: res[k] for k in ("facts", "diagnoses", "not_ruled_out")})
+    for lang in ("en", "zh"):
+        from diagnostics.i18n import localize_diagnoses
+
+        shown = dict(report, diagnoses=localize_diagnoses(report["diagnoses"], service.get_kb()[0], lang))
+        txt = render_report(shown, lang=lang)
+        assert "10.3.0" in txt and "{torch_install}" not in txt and "{override}" not in txt, lang
+    # a saved session and its export keep the filled text; re-diagnosis fills again
+    again = service.rediagnose(dict(report, probes=[], logs=[]))
+    d2 = next(x for x in again["diagnoses"] if x["id"] == "hip-no-binary-for-gpu")
+    assert "HSA_OVERRIDE_GFX_VERSION=10.3.0" in d2["fix"]
+
+
+def test_unknown_values_become_readable_words():
+    vals = support.placeholder_values({}, M)
+    assert all(v is None for v in vals.values())
+    text = "1. Install: {torch_install}. 2. Set `HSA_OVERRIDE_GFX_VERSION={override}` for {gfx} ({rocm_version}, {cuda_version}) from {torch_index_url}."
+    for lang in ("en", "zh"):
+        out = support.fill(text, vals, lang)
+        assert not support.placeholders_in(out), out
+        assert "download.pytorch.org/whl/" in out
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_matrix_scenarios(path):
+    """The scenarios this branch adds, checked until the shared runner (tests/test_scenarios.py) lands."""
+    sc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    exp = sc["expect"]
+    res = service.diagnose_text(logs=[(x["name"], x["text"]) for x in sc.get("logs") or []],
+                                dumps=[(x["name"], x["text"]) for x in sc.get("dumps") or []],
+                                facts=sc.get("facts") or {})
+    ids = [d["id"] for d in res["diagnoses"] if not d.get("benign")]
+    assert (ids[0] if ids else None) == exp["first"], ids
+    for i in exp.get("present") or []:
+        assert i in ids
+    for i in exp.get("absent") or []:
+        assert i not in ids
