@@ -218,3 +218,27 @@ def test_matrix_scenarios(path):
         assert i in ids
     for i in exp.get("absent") or []:
         assert i not in ids
+
+
+# ---------------------------------------------------------------------------------------------- the tool's own dtype
+
+def test_generation_picks_bf16_only_on_native_bf16_targets():
+    from diagnostics.generation import child_argv, native_bf16_targets
+
+    t = set(native_bf16_targets())
+    assert {"gfx908", "gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1101", "gfx1151", "gfx1201", "sm_80", "sm_86",
+            "sm_89", "sm_90", "sm_120"} <= t
+    assert not t & {"gfx900", "gfx906", "gfx1010", "gfx1030", "gfx1031", "sm_61", "sm_70", "sm_75"}
+    argv = child_argv("python", None, "auto", 4, False, "/tmp/x")
+    assert argv[argv.index("--bf16-targets") + 1].split(",") == sorted(t)
+    assert "--bf16-targets" not in child_argv("python", None, "auto", 4, False, "/tmp/x", dtype="float16")
+
+
+def test_generation_child_target_lookup_falls_back_without_a_gpu():
+    torch = pytest.importorskip("torch")
+    from diagnostics.generation import child
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible; this checks the no-GPU fallback")
+    assert child.gpu_target(torch) is None  # -> float16, never a bf16 guess
+    assert child.bf16_targets(" gfx1100, sm_90 ,") == {"gfx1100", "sm_90"}
