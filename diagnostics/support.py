@@ -72,12 +72,17 @@ class Matrix:
         key = _norm_name(name)
         if not key:
             return None
+        best: tuple[int, str] | None = None
         for table in (self.amd, self.nvidia):
             for t, row in table.items():
                 for n in row["names"]:
-                    if _norm_name(n) == key:
-                        return t
-        return None
+                    nn = _norm_name(n)
+                    # exact, or the listed name followed by a non-alphanumeric suffix ('a100' in 'a100-sxm4-80gb',
+                    # never 'a10' in 'a100'); the longest listed name wins
+                    if key == nn or (key.startswith(nn) and not key[len(nn)].isalnum()):
+                        if best is None or len(nn) > best[0]:
+                            best = (len(nn), t)
+        return best[1] if best else None
 
     def wheel_for(self, torch_version: str) -> Wheel | None:
         """The wheel a version string like '2.5.1+rocm6.2' came from (None: not a listed official wheel)."""
@@ -96,6 +101,7 @@ class Matrix:
 def _norm_name(name: str) -> str:
     n = re.sub(r"\s+", " ", str(name)).strip().lower()
     n = re.sub(r"^(amd|nvidia) ", "", n)
+    n = re.sub(r" graphics$", "", n)  # rocminfo names iGPUs 'Radeon 8060S Graphics'
     return n
 
 

@@ -242,3 +242,13 @@ def test_generation_child_target_lookup_falls_back_without_a_gpu():
         pytest.skip("a GPU is visible; this checks the no-GPU fallback")
     assert child.gpu_target(torch) is None  # -> float16, never a bf16 guess
     assert child.bf16_targets(" gfx1100, sm_90 ,") == {"gfx1100", "sm_90"}
+
+
+@pytest.mark.parametrize("name,target", [
+    ("AMD Radeon RX 6700 XT", "gfx1031"), ("Radeon 8060S Graphics", "gfx1151"), ("AMD Radeon RX 7900 XTX", "gfx1100"),
+    ("AMD Radeon RX 7600 XT", "gfx1102"), ("NVIDIA A100-SXM4-80GB", "sm_80"), ("NVIDIA A10", "sm_86"),
+    ("NVIDIA H100 80GB HBM3", "sm_90"), ("Tesla T4", "sm_75"), ("AMD Radeon Graphics", None),
+    ("AMD Ryzen 7 9800X3D 8-Core Processor", None)])
+def test_marketing_names_map_to_targets(name, target):
+    # names as rocminfo, collect_env and nvidia-smi print them (fixtures under tests/fixtures/dumps)
+    assert M.target_from_name(name) == target
