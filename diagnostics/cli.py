@@ -109,6 +109,46 @@ def cmd_kb_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_kb_matrix(args: argparse.Namespace) -> int:
+    """What the support matrix says about GPU targets: support, bf16, override, wheels, the install command."""
+    from .support import arch_runs, get_matrix, recommend_install
+
+    m = get_matrix(args.kb)
+    if m.errors:
+        for e in m.errors:
+            print(str(e))
+        return 1
+    targets = args.targets or sorted(m.amd) + sorted(m.nvidia)
+    rows = []
+    for t in targets:
+        tid = t if m.row(t) else m.target_from_name(t)
+        if not tid:
+            raise ToolError(f"{t!r} is not a target or marketing name in {m.path}")
+        row = m.row(tid) or {}
+        key = "gpu.gfx_targets" if tid.startswith("gfx") else "nvidia.compute_caps"
+        inst = recommend_install({key: [tid]}, m)
+        rows.append({"target": tid, "family": row.get("family"), "names": row.get("names"),
+                     "official": row.get("official"), "official_since": row.get("official_since"),
+                     "native_bf16": row.get("native_bf16"), "override": row.get("override"),
+                     "wheels": [f"{w.folder}/torch-{w.torch}" for w in m.wheels if w.archs and arch_runs(tid, w.archs)],
+                     "install": inst.command() if inst else None,
+                     "install_needs_override": inst.override if inst else None,
+                     "sources": [m.sources.get(x, x) for x in row.get("source") or []]})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        off = ("official since ROCm " + r["official_since"]) if r["official"] else ("not in ROCm's matrix" if r["target"].startswith("gfx") else "")
+        print(f"{r['target']} ({r['family']}): {', '.join(r['names'] or [])}")
+        print(f"   {off + '; ' if off else ''}native bf16: {'yes' if r['native_bf16'] else 'no'}"
+              + (f"; HSA_OVERRIDE_GFX_VERSION={r['override']} where a wheel lacks it" if r.get("override") else ""))
+        print(f"   wheels with code for it: {', '.join(r['wheels']) or 'none listed'}")
+        if r["install"]:
+            print(f"   install: {r['install']}" + (f"  (then HSA_OVERRIDE_GFX_VERSION={r['install_needs_override']})"
+                                                    if r["install_needs_override"] else ""))
+    return 0
+
+
 def cmd_kb_schema(args: argparse.Namespace) -> int:
     from .kb import json_schema
 
@@ -229,6 +269,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_kb_list)
     sp = ksub.add_parser("schema", help="print the JSON Schema of an entry")
     sp.set_defaults(func=cmd_kb_schema)
+    sp = ksub.add_parser("matrix", help="the GPU support matrix for targets (gfx1031, sm_86) or marketing names")
+    sp.add_argument("targets", nargs="*", metavar="TARGET")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_kb_matrix)
 
     sp = sub.add_parser("serve", help="start the web UI")
     sp.add_argument("--port", type=int, default=8501)

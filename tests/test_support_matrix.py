@@ -253,3 +253,14 @@ def test_generation_child_target_lookup_falls_back_without_a_gpu():
 def test_marketing_names_map_to_targets(name, target):
     # names as rocminfo, collect_env and nvidia-smi print them (fixtures under tests/fixtures/dumps)
     assert M.target_from_name(name) == target
+
+
+def test_kb_matrix_command(capsys):
+    from diagnostics.cli import main
+
+    assert main(["kb", "matrix", "gfx1031", "AMD Radeon RX 7800 XT", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["target"] for r in rows] == ["gfx1031", "gfx1101"]
+    assert rows[0]["override"] == "10.3.0" and rows[0]["install_needs_override"] == "10.3.0"
+    assert "rocm6.2/torch-2.5.1" not in rows[1]["wheels"] and "rocm7.2/torch-2.11.0" in rows[1]["wheels"]
+    assert main(["kb", "matrix", "Voodoo 5"]) == 2
