@@ -475,15 +475,13 @@ def _checked(ctx: _Ctx, node: yaml.Node) -> dict[str, Any]:
         if k not in m:
             raise ctx.err(node, f"checked needs {k!r}")
     dnode = m["date"][1]
-    d = _scalar(ctx, dnode)
-    if isinstance(d, str):
-        try:
-            d = datetime.date.fromisoformat(d)
-        except ValueError:
-            d = None
-    if isinstance(d, datetime.datetime):
-        d = d.date()
-    if not isinstance(d, datetime.date):
+    if not isinstance(dnode, yaml.ScalarNode):
+        raise ctx.err(dnode, "checked.date must be a date written YYYY-MM-DD")
+    try:  # the raw text: YAML's own timestamp constructor raises a bare ValueError on 2026-13-01
+        d = datetime.date.fromisoformat(str(dnode.value).strip())
+    except ValueError:
+        d = None
+    if not isinstance(d, datetime.date) or not re.match(r"^\d{4}-\d{2}-\d{2}$", str(dnode.value).strip()):
         raise ctx.err(dnode, "checked.date must be a date written YYYY-MM-DD")
     versions: dict[str, str] = {}
     vm = _mapping(ctx, m["versions"][1], "checked.versions")
