@@ -670,7 +670,7 @@ def json_schema() -> dict[str, Any]:
             "fix": {"type": "string", "minLength": 1},
             "links": {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": r"^https?://\S+$"}},
             "checked": {"type": "object", "required": list(CHECKED_KEYS), "additionalProperties": False,
-                        "properties": {"date": {"type": "string", "format": "date"},
+                        "properties": {"date": {"pattern": r"^\d{4}-\d{2}-\d{2}$", "description": "YYYY-MM-DD"},
                                        "versions": {"type": "object", "minProperties": 1,
                                                     "additionalProperties": {"type": "string"}}}},
             "translations": {"type": "object", "additionalProperties": {

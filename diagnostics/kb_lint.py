@@ -25,8 +25,8 @@ import yaml
 RULES_FILE = Path(__file__).resolve().parent / "kb_dangerous.yaml"
 MAX_AGE_DAYS = 183  # six months
 
-# The current release of each component advice is checked against.  One place: the support matrix (helper
-# "matrix", SHARED_DECISIONS 2) supersedes this table once it exists -- :func:`current_versions` prefers it.
+# The current release of each component advice is checked against, used where the support matrix (helper
+# "matrix", SHARED_DECISIONS 2) does not say: :func:`current_versions` prefers the matrix's newest wheels.
 # Sources (2026-12-01): torch 2.15.0 is the newest torch on PyPI (`pip index versions torch`); transformers
 # 5.x the newest major on PyPI; ROCm 7.2 the newest release line tagged on ROCm/rocminfo
 # (https://github.com/ROCm/rocminfo/releases, rocm-7.2.4).
@@ -70,19 +70,31 @@ def load_rules(path: str | None = None) -> tuple[Rule, ...]:
     return tuple(out)
 
 
-def current_versions() -> dict[str, str]:
-    """Current versions: the support matrix's where one is shipped, else :data:`CURRENT_VERSIONS`."""
-    try:  # the support matrix of helper "matrix", when it has landed; the name is its published function
-        from . import support_matrix  # type: ignore[attr-defined]
+def current_versions(kb_dir: str | None = None) -> dict[str, str]:
+    """Current versions: from the support matrix where one is shipped (helper "matrix":
+    ``diagnostics/support.py``, ``kb/support/gpu-matrix.yaml``) -- the newest torch release and the newest ROCm
+    and CUDA wheel folders it lists -- over :data:`CURRENT_VERSIONS` for anything it does not name."""
+    out = dict(CURRENT_VERSIONS)
+    try:
+        from . import support  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - no matrix module on this branch: the documented table
+        return out
+    try:
+        from .kb import parse_version
 
-        cur = getattr(support_matrix, "current_versions", None)
-        if callable(cur):
-            got = cur()
-            if isinstance(got, dict) and got:
-                return {**CURRENT_VERSIONS, **{str(k): str(v) for k, v in got.items()}}
-    except Exception:  # noqa: BLE001 - no matrix yet, or a broken one: fall back to the documented table
+        m = support.get_matrix(kb_dir)
+        newest: dict[str, tuple[int, ...]] = {}
+        for w in getattr(m, "wheels", None) or []:
+            for name, v in (("torch", getattr(w, "torch", "")),
+                            (getattr(w, "stack", ""), getattr(w, "stack_version", ""))):
+                pv = parse_version(str(v)) if name in ("torch", "rocm", "cuda") and v else None
+                if pv and pv[:2] > newest.get(name, ()):
+                    newest[name] = pv[:2]
+        for name, pv in newest.items():
+            out[name] = ".".join(str(x) for x in pv)
+    except Exception:  # noqa: BLE001 - a broken matrix is reported by its own lint; keep the table here
         pass
-    return dict(CURRENT_VERSIONS)
+    return out
 
 
 def split_steps(text: str) -> list[tuple[int, str]]:
