@@ -161,7 +161,7 @@ def caveat_findings(entry: Any, rules: Iterable[Rule] | None = None) -> list[Fin
                 out.append(Finding(
                     entry.path, line, col, "error" if english else "warning",
                     f"{key}: dangerous step ({ids}: {rule.why}) has no caveat; add a line starting "
-                    f"'**Caution:**' to this step saying what it costs and the safer alternative"))
+                    f"'**Caution:**' (in a translation also '**注意：**') to this step saying what it costs and the safer alternative"))
             elif english and len(numbered) > 1 and numbered and numbered[0][0] == ln:
                 out.append(Finding(entry.path, line, col, "warning",
                                    f"{key}: the first step is dangerous ({ids}); put the safer alternative first"))
