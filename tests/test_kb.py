@@ -301,3 +301,13 @@ def test_shipped_rules_compile_and_each_matches_its_own_example():
     rules = {r.id: r for r in kb_lint.load_rules()}
     assert {"iommu-off", "secure-boot-off", "seccomp-unconfined", "privileged-container", "world-writable-device",
             "recursive-delete", "force-reinstall", "replace-torch"} <= set(rules)
+
+
+def test_shipped_kb_has_no_dangerous_step_without_caveat():
+    kb = load_kb()
+    errs = [str(f) for f in kb_lint.lint(kb, today=datetime.date(2026, 12, 1)) if f.level == "error"]
+    assert errs == []
+    # and the checked: dates that entries carry are real dates, not in the future of the audit that set them
+    for e in kb.entries:
+        if e.checked:
+            assert e.checked["date"] >= datetime.date(2025, 1, 1) and e.checked["versions"]
