@@ -195,7 +195,7 @@ def date_findings(entry: Any, today: datetime.date, current: dict[str, str]) -> 
 def lint(kb: Any, today: datetime.date | None = None, current: dict[str, str] | None = None) -> list[Finding]:
     """Caveat and date findings for every loaded entry (errors and warnings; schema errors are ``kb.errors``)."""
     today = today or datetime.date.today()
-    current = current if current is not None else current_versions()
+    current = current if current is not None else current_versions(getattr(kb, "directory", None) or None)
     rules = load_rules()
     out: list[Finding] = []
     for e in sorted(kb.entries, key=lambda e: e.id):
