@@ -311,3 +311,27 @@ def test_shipped_kb_has_no_dangerous_step_without_caveat():
     for e in kb.entries:
         if e.checked:
             assert e.checked["date"] >= datetime.date(2025, 1, 1) and e.checked["versions"]
+
+
+def test_current_versions_come_from_the_support_matrix_when_present(monkeypatch):
+    """The matrix module (helper "matrix") may not be on this branch: stand in its two public names, shaped
+    like diagnostics/support.py's Wheel rows, to pin how the newest torch / ROCm / CUDA folders are read."""
+    import types
+
+    from diagnostics import kb_lint as kl
+
+    def wheel(stack, ver, torch):
+        return types.SimpleNamespace(stack=stack, stack_version=ver, torch=torch)
+
+    fake = types.ModuleType("diagnostics.support")
+    fake.get_matrix = lambda kb_dir=None: types.SimpleNamespace(wheels=[
+        wheel("rocm", "6.2.4", "2.5.1"), wheel("rocm", "7.1", "2.16.0"), wheel("cuda", "13.0", "2.16.0"),
+        wheel("rocm", "6.4", "2.9.1")])
+    monkeypatch.setitem(sys.modules, "diagnostics.support", fake)
+    import diagnostics
+    monkeypatch.setattr(diagnostics, "support", fake, raising=False)
+    cur = kl.current_versions()
+    assert cur["torch"] == "2.16" and cur["rocm"] == "7.1" and cur["cuda"] == "13.0"
+    assert cur["transformers"] == kl.CURRENT_VERSIONS["transformers"]   # not in the matrix: the table
+    fake.get_matrix = lambda kb_dir=None: (_ for _ in ()).throw(RuntimeError("broken matrix"))
+    assert kl.current_versions() == kl.CURRENT_VERSIONS
