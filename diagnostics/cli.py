@@ -61,9 +61,22 @@ def cmd_kb_lint(args: argparse.Namespace) -> int:
         print(f"{len(kb.errors)} problem(s); {n} entr{'y' if n == 1 else 'ies'} loaded", file=sys.stderr)
         return 1
     from .i18n import translation_warnings
+    from .kb_lint import lint, undated
 
+    findings = lint(kb)  # dangerous steps without a caveat (errors), stale dates (warnings)
+    errors = [f for f in findings if f.level == "error"]
+    for f in errors:
+        print(str(f))
+    if errors:
+        print(f"{len(errors)} problem(s); {n} entr{'y' if n == 1 else 'ies'} loaded", file=sys.stderr)
+        return 1
+    for f in findings:
+        print(str(f))
     for w in translation_warnings(kb):  # missing or stale translations: warnings, not failures
         print(w)
+    nd = len(undated(kb))
+    if nd:
+        print(f"warning: {nd} entr{'y has' if nd == 1 else 'ies have'} no checked: date (kb list --oldest)")
     print(f"ok: {n} entries, no problems")
     return 0
 
@@ -97,13 +110,29 @@ def cmd_kb_test(args: argparse.Namespace) -> int:
 def cmd_kb_list(args: argparse.Namespace) -> int:
     from .kb import load_kb
 
+    from .kb_lint import checked_sort_key
+
     kb = load_kb(args.kb)
-    rows = [e.summary() for e in sorted(kb.entries, key=lambda e: e.id)]
+    if getattr(args, "sort", "id") == "checked":
+        ordered = sorted(kb.entries, key=checked_sort_key)  # never checked first, then the oldest date
+    else:
+        ordered = sorted(kb.entries, key=lambda e: e.id)
+    rows = []
+    for e in ordered:
+        r = e.summary()
+        chk = e.checked
+        r["checked"] = ({"date": chk["date"].isoformat(), "versions": dict(chk["versions"])} if chk else None)
+        rows.append(r)
     if args.json:
         _print_json({"entries": rows, "errors": [str(e) for e in kb.errors]})
     else:
+        dated = args.sort == "checked"
         for r in rows:
-            print(f"{r['id']:<44} {r['severity']:<9} {r['title']}")
+            when = ""
+            if dated:
+                c = r["checked"]
+                when = f"{(c['date'] if c else 'never'):<11} "
+            print(f"{r['id']:<44} {when}{r['severity']:<9} {r['title']}")
         for e in kb.errors:
             print(f"error: {e}", file=sys.stderr)
     return 0
@@ -266,6 +295,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_kb_test)
     sp = ksub.add_parser("list", help="list the entries")
     sp.add_argument("--json", action="store_true")
+    sp.add_argument("--sort", choices=("id", "checked"), default="id",
+                    help="order: by id (default) or by the date the fix was last checked, oldest first")
+    sp.add_argument("--oldest", dest="sort", action="store_const", const="checked",
+                    help="same as --sort checked: never-checked entries first, then the oldest date")
     sp.set_defaults(func=cmd_kb_list)
     sp = ksub.add_parser("schema", help="print the JSON Schema of an entry")
     sp.set_defaults(func=cmd_kb_schema)

@@ -37,6 +37,9 @@ TRANSLATION_KEYS = ("title", "symptoms", "cause", "fix", "source_hash")
 # fix-text placeholders, filled from the GPU support matrix and the facts when a report is built (diagnostics/support.py)
 PLACEHOLDERS = ("torch_install", "torch_index_url", "gfx", "override", "rocm_version", "cuda_version")
 PLACEHOLDER_RE = re.compile(r"(?<![$\\{])\{([a-z][a-z0-9_]*)\}(?!\})")
+# when the fix was last checked against sources, and against which versions (see kb/README.md, "Dates")
+TOP_OPTIONAL = TOP_OPTIONAL + ("checked",)
+CHECKED_KEYS = ("date", "versions")
 
 
 class KBError(Exception):
@@ -100,6 +103,11 @@ class Entry:
     supersedes: list[str] = field(default_factory=list)
     translations: dict[str, dict[str, str]] = field(default_factory=dict)
     path: str = ""
+    # {"date": datetime.date, "versions": {"rocm": "7.2", ...}} or None when never dated
+    checked: dict[str, Any] | None = None
+    # where prose fields start in the file: "fix", "translations.zh.fix" -> (line of the first text line,
+    # 1 when the text is not a literal block so lines cannot be mapped one to one); used by `kb lint`
+    text_lines: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         return {"id": self.id, "title": self.title, "severity": self.severity, "benign": self.benign,
@@ -458,6 +466,50 @@ def _tests(ctx: _Ctx, node: yaml.Node) -> list[TestCase]:
     return out
 
 
+def _checked(ctx: _Ctx, node: yaml.Node) -> dict[str, Any]:
+    """``checked: {date: 2026-12-01, versions: {rocm: "7.2", torch: "2.15"}}``."""
+    import datetime
+
+    m = _mapping(ctx, node, "checked")
+    for k, (kn, _) in m.items():
+        if k not in CHECKED_KEYS:
+            raise ctx.err(kn, f"unknown key {k!r} in checked; allowed: {', '.join(CHECKED_KEYS)}")
+    for k in CHECKED_KEYS:
+        if k not in m:
+            raise ctx.err(node, f"checked needs {k!r}")
+    dnode = m["date"][1]
+    if not isinstance(dnode, yaml.ScalarNode):
+        raise ctx.err(dnode, "checked.date must be a date written YYYY-MM-DD")
+    try:  # the raw text: YAML's own timestamp constructor raises a bare ValueError on 2026-13-01
+        d = datetime.date.fromisoformat(str(dnode.value).strip())
+    except ValueError:
+        d = None
+    if not isinstance(d, datetime.date) or not re.match(r"^\d{4}-\d{2}-\d{2}$", str(dnode.value).strip()):
+        raise ctx.err(dnode, "checked.date must be a date written YYYY-MM-DD")
+    versions: dict[str, str] = {}
+    vm = _mapping(ctx, m["versions"][1], "checked.versions")
+    if not vm:
+        raise ctx.err(m["versions"][1], "checked.versions must name at least one version checked against")
+    for name, (kn, vn) in vm.items():
+        if not re.match(r"^[a-z][a-z0-9_.-]*$", name):
+            raise ctx.err(kn, f"version name {name!r} should be lowercase, e.g. rocm, torch, transformers")
+        v = _scalar(ctx, vn)
+        if not isinstance(v, str):
+            # 7.10 unquoted is the float 7.1: versions must be quoted strings
+            raise ctx.err(vn, f"checked.versions.{name} must be a quoted string such as \"7.2\"")
+        if parse_version(v) is None:
+            raise ctx.err(vn, f"checked.versions.{name} {v!r} is not a dotted version")
+        versions[name] = v
+    return {"date": d, "versions": versions}
+
+
+def _text_line(node: yaml.Node) -> int:
+    """The file line where a literal block's text starts (``fix: |`` -> the next line), else 0 (unknown)."""
+    if isinstance(node, yaml.ScalarNode) and node.style == "|":
+        return node.start_mark.line + 2
+    return 0
+
+
 def parse_entry(text: str, path: str, expected_id: str | None = None) -> Entry:
     """Parse one entry; raises KBError at the first problem."""
     ctx = _Ctx(path)
@@ -502,6 +554,8 @@ def parse_entry(text: str, path: str, expected_id: str | None = None) -> Entry:
     for i, ln in enumerate(links):
         if not re.match(r"^https?://\S+$", ln):
             raise ctx.err(m["links"][1].value[i], f"link {ln!r} is not an http(s) URL")
+    text_lines = {"fix": _text_line(m["fix"][1])}
+    checked = _checked(ctx, m["checked"][1]) if "checked" in m else None
     translations: dict[str, dict[str, str]] = {}
     if "translations" in m:
         tm = _mapping(ctx, m["translations"][1], "translations")
@@ -514,6 +568,8 @@ def parse_entry(text: str, path: str, expected_id: str | None = None) -> Entry:
                 if fk not in TRANSLATION_KEYS:
                     raise ctx.err(fkn, f"unknown key {fk!r} in a translation; allowed: {', '.join(TRANSLATION_KEYS)}")
                 tr[fk] = _str(ctx, fvn, fk)
+            if "fix" in fields:
+                text_lines[f"translations.{lang}.fix"] = _text_line(fields["fix"][1])
             translations[lang] = tr
     for fk in ("title", "symptoms", "cause", "fix"):
         _check_placeholders(ctx, m[fk][1], text)
@@ -538,6 +594,8 @@ def parse_entry(text: str, path: str, expected_id: str | None = None) -> Entry:
         supersedes=_str_list(ctx, m["supersedes"][1], "supersedes") if "supersedes" in m else [],
         translations=translations,
         path=path,
+        checked=checked,
+        text_lines=text_lines,
     )
 
 
@@ -642,6 +700,10 @@ def json_schema() -> dict[str, Any]:
             "cause": {"type": "string", "minLength": 1},
             "fix": {"type": "string", "minLength": 1},
             "links": {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": r"^https?://\S+$"}},
+            "checked": {"type": "object", "required": list(CHECKED_KEYS), "additionalProperties": False,
+                        "properties": {"date": {"pattern": r"^\d{4}-\d{2}-\d{2}$", "description": "YYYY-MM-DD"},
+                                       "versions": {"type": "object", "minProperties": 1,
+                                                    "additionalProperties": {"type": "string"}}}},
             "translations": {"type": "object", "additionalProperties": {
                 "type": "object", "additionalProperties": False,
                 "properties": {k: {"type": "string"} for k in TRANSLATION_KEYS}}},

@@ -165,3 +165,173 @@ def test_deep_documents_never_reach_the_yaml_composer(tmp_path):
     assert p.returncode == 1, p.stderr[-2000:]
     for name in ("flow.yaml", "block.yaml", "seq.yaml"):
         assert f"{name}:" in p.stdout and "nesting" in p.stdout.split(name)[1].splitlines()[0]
+
+
+# ---------------------------------------------------------------------------------------------------
+# kb lint: dangerous steps need a caveat; advice has a date (diagnostics/kb_lint.py)
+
+import datetime  # noqa: E402
+
+from diagnostics import kb_lint  # noqa: E402
+
+
+def _entry_file(tmp_path, fix: str, extra: str = "") -> Path:
+    text = GOOD.replace("fix: |\n  1. do it\n", "fix: |\n" + textwrap.indent(fix, "  ")) + extra
+    d = tmp_path / "kb"
+    d.mkdir(exist_ok=True)
+    p = d / "demo-entry.yaml"
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def _lint_dir(d: Path, today=datetime.date(2026, 12, 1), current=None):
+    kb = load_kb(d)
+    assert not kb.errors, kb.errors
+    return kb_lint.lint(kb, today=today, current=current or {"rocm": "7.2", "torch": "2.15"})
+
+
+@pytest.mark.parametrize("step", [
+    "Add `iommu=off` to the kernel command line.",
+    "Run with `docker run --security-opt seccomp=unconfined rocm/pytorch`.",
+    "Start the container with `--privileged`.",
+    "`sudo chmod 666 /dev/kfd`.",
+    "Clear it: `rm -rf ~/.config/miopen`.",
+    "Disable Secure Boot in the firmware setup.",
+    "`pip install --force-reinstall flash-attn`",
+    "`pip uninstall -y torch`",
+    "`pip install torch torchvision --index-url https://download.pytorch.org/whl/rocm7.1`",
+    "Install the wheel: {torch_install}",
+])
+def test_dangerous_step_without_caveat_fails_lint_with_position(tmp_path, step):
+    p = _entry_file(tmp_path, f"1. A safe first step.\n2. {step}\n")
+    errs = [f for f in _lint_dir(p.parent) if f.level == "error"]
+    assert len(errs) == 1, errs
+    f = errs[0]
+    lines = p.read_text().split("\n")
+    # file:line:column points into the step text
+    assert lines[f.line - 1].lstrip().startswith("2.")
+    assert f.col > 1 and "no caveat" in f.message and str(f).startswith(f"{f.path}:{f.line}:{f.col}: ")
+    # and the CLI fails on it
+    r = subprocess.run([sys.executable, "-m", "diagnostics", "kb", "--kb", str(p.parent), "lint"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and f":{f.line}:{f.col}:" in r.stdout
+
+
+def test_dangerous_step_with_caveat_passes(tmp_path):
+    p = _entry_file(tmp_path, "1. Try `iommu=pt` first.\n"
+                              "2. Only if that fails add `iommu=off`.\n"
+                              "   **Caution:** this turns off DMA isolation for every device; keep `iommu=pt` if it helps.\n")
+    assert [f for f in _lint_dir(p.parent) if f.level == "error"] == []
+    r = subprocess.run([sys.executable, "-m", "diagnostics", "kb", "--kb", str(p.parent), "lint"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_caveat_in_another_step_does_not_count_and_first_step_warns(tmp_path):
+    p = _entry_file(tmp_path, "1. `rm -rf ~/.cache/miopen`\n   **Caution:** deletes the cache.\n"
+                              "2. `rm -rf ~/.config/miopen`\n")
+    fs = _lint_dir(p.parent)
+    assert [f.level for f in fs if "no caveat" in f.message] == ["error"]
+    assert any(f.level == "warning" and "first step" in f.message for f in fs)
+
+
+def test_safe_lookalikes_are_not_dangerous(tmp_path):
+    p = _entry_file(tmp_path, "1. Use `iommu=pt`; remove `amd_iommu=off` if you added it earlier.\n"
+                    "2. `pip install --force-reinstall --no-deps flash-attn`\n"
+                    "3. `rm -f /tmp/x.lock` and `pip install transformers`\n")
+    errs = [f for f in _lint_dir(p.parent) if f.level == "error"]
+    # step 1 names iommu=off: it is a dangerous pattern even when the text says to remove it, unless cautioned
+    assert [f.line for f in errs] == [p.read_text().split("\n").index("  1. Use `iommu=pt`; remove `amd_iommu=off` if you added it earlier.") + 1]
+
+
+def test_translation_without_caveat_is_a_warning_only(tmp_path):
+    fix = "1. Safe.\n2. `--privileged`\n   **Caution:** gives the container every device.\n"
+    extra = ("translations:\n  zh:\n    title: t\n    symptoms: s\n    cause: c\n    fix: |\n"
+             "      1. 安全。\n      2. `--privileged`\n    source_hash: abcdef012345\n")
+    p = _entry_file(tmp_path, fix, extra)
+    fs = _lint_dir(p.parent)
+    assert [(f.level, "translations.zh.fix" in f.message) for f in fs] == [("warning", True)]
+    p.write_text(p.read_text().replace("      2. `--privileged`\n", "      2. `--privileged`\n      **注意：** 容器获得所有设备。\n"))
+    assert _lint_dir(p.parent) == []
+
+
+def test_checked_dates_and_versions(tmp_path):
+    p = _entry_file(tmp_path, "1. do it\n", 'checked: {date: 2026-03-01, versions: {rocm: "7.1", torch: "2.15"}}\n')
+    kb = load_kb(p.parent)
+    assert kb.entries[0].checked == {"date": datetime.date(2026, 3, 1), "versions": {"rocm": "7.1", "torch": "2.15"}}
+    msgs = [f.message for f in kb_lint.lint(kb, today=datetime.date(2026, 12, 1), current={"rocm": "7.2", "torch": "2.15"})]
+    assert any("over six months" in m for m in msgs)
+    assert any("current rocm is 7.2" in m for m in msgs) and not any("torch" in m for m in msgs)
+    # fresh and current: no warning
+    assert kb_lint.lint(kb, today=datetime.date(2026, 4, 1), current={"rocm": "7.1.1", "torch": "2.15"}) == []
+
+
+@pytest.mark.parametrize("bad,msg", [
+    ('checked: {date: 2026-13-01, versions: {rocm: "7.2"}}', "YYYY-MM-DD"),
+    ("checked: {date: 2026-12-01, versions: {rocm: 7.10}}", "quoted string"),
+    ("checked: {date: 2026-12-01, versions: {}}", "at least one"),
+    ('checked: {date: 2026-12-01}', "needs 'versions'"),
+    ('checked: {date: 2026-12-01, versions: {rocm: "7.2"}, by: me}', "unknown key 'by'"),
+])
+def test_checked_schema_errors(bad, msg):
+    assert msg in err_of(GOOD + bad + "\n").message
+
+
+def test_kb_list_oldest_first(tmp_path):
+    d = tmp_path / "kb"
+    d.mkdir()
+    for eid, chk in (("a-new", "2026-11-01"), ("b-old", "2025-01-02"), ("c-never", None)):
+        text = GOOD.replace("id: demo-entry", f"id: {eid}")
+        if chk:
+            text += f'checked: {{date: {chk}, versions: {{torch: "2.15"}}}}\n'
+        (d / f"{eid}.yaml").write_text(text)
+    r = subprocess.run([sys.executable, "-m", "diagnostics", "kb", "--kb", str(d), "list", "--oldest", "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["entries"]
+    assert [x["id"] for x in rows] == ["c-never", "b-old", "a-new"]
+    assert rows[1]["checked"] == {"date": "2025-01-02", "versions": {"torch": "2.15"}}
+    r = subprocess.run([sys.executable, "-m", "diagnostics", "kb", "--kb", str(d), "list", "--sort", "checked"],
+                       capture_output=True, text=True, timeout=120)
+    assert [ln.split()[:2] for ln in r.stdout.splitlines()] == [["c-never", "never"], ["b-old", "2025-01-02"],
+                                                                 ["a-new", "2026-11-01"]]
+
+
+def test_shipped_rules_compile_and_each_matches_its_own_example():
+    rules = {r.id: r for r in kb_lint.load_rules()}
+    assert {"iommu-off", "secure-boot-off", "seccomp-unconfined", "privileged-container", "world-writable-device",
+            "recursive-delete", "force-reinstall", "replace-torch"} <= set(rules)
+
+
+def test_shipped_kb_has_no_dangerous_step_without_caveat():
+    kb = load_kb()
+    errs = [str(f) for f in kb_lint.lint(kb, today=datetime.date(2026, 12, 1)) if f.level == "error"]
+    assert errs == []
+    # and the checked: dates that entries carry are real dates, not in the future of the audit that set them
+    for e in kb.entries:
+        if e.checked:
+            assert e.checked["date"] >= datetime.date(2025, 1, 1) and e.checked["versions"]
+
+
+def test_current_versions_come_from_the_support_matrix_when_present(monkeypatch):
+    """The matrix module (helper "matrix") may not be on this branch: stand in its two public names, shaped
+    like diagnostics/support.py's Wheel rows, to pin how the newest torch / ROCm / CUDA folders are read."""
+    import types
+
+    from diagnostics import kb_lint as kl
+
+    def wheel(stack, ver, torch):
+        return types.SimpleNamespace(stack=stack, stack_version=ver, torch=torch)
+
+    fake = types.ModuleType("diagnostics.support")
+    fake.get_matrix = lambda kb_dir=None: types.SimpleNamespace(wheels=[
+        wheel("rocm", "6.2.4", "2.5.1"), wheel("rocm", "7.1", "2.16.0"), wheel("cuda", "13.0", "2.16.0"),
+        wheel("rocm", "6.4", "2.9.1")])
+    monkeypatch.setitem(sys.modules, "diagnostics.support", fake)
+    import diagnostics
+    monkeypatch.setattr(diagnostics, "support", fake, raising=False)
+    cur = kl.current_versions()
+    assert cur["torch"] == "2.16" and cur["rocm"] == "7.1" and cur["cuda"] == "13.0"
+    assert cur["transformers"] == kl.CURRENT_VERSIONS["transformers"]   # not in the matrix: the table
+    fake.get_matrix = lambda kb_dir=None: (_ for _ in ()).throw(RuntimeError("broken matrix"))
+    assert kl.current_versions() == kl.CURRENT_VERSIONS

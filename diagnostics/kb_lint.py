@@ -1,0 +1,214 @@
+"""``kb lint`` checks beyond the schema: dangerous fix steps need a caveat, and advice has a date.
+
+Dangerous steps.  The rules are data (``diagnostics/kb_dangerous.yaml``): RE2 patterns for steps that lower
+security or isolation, delete user data or replace the installed torch.  A fix is split into its numbered
+steps (``1. ...``; text before the first number is a step of its own); a step that matches a rule must carry
+a caveat line, one that starts (after indentation and an optional ``> ``) with ``**Caution:**``.  Missing in the
+English fix (or a vendor variant's fix) it is an error; missing in a translation it is a warning.  A dangerous
+first step of a fix with several steps is a warning: the safer alternative goes first.
+
+Dates.  ``checked: {date, versions}`` records when the fix was last checked against sources and against which
+versions.  Lint warns when the date is older than :data:`MAX_AGE_DAYS`, lies in the future, or when a version
+checked against is older (major.minor) than the current one (:func:`current_versions`).
+"""
+from __future__ import annotations
+
+import datetime
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+RULES_FILE = Path(__file__).resolve().parent / "kb_dangerous.yaml"
+MAX_AGE_DAYS = 183  # six months
+
+# The current release of each component advice is checked against, used where the support matrix (helper
+# "matrix", SHARED_DECISIONS 2) does not say: :func:`current_versions` prefers the matrix's newest wheels.
+# Sources (2026-12-01): torch 2.15.0 is the newest torch on PyPI (`pip index versions torch`); transformers
+# 5.x the newest major on PyPI; ROCm 7.2 the newest release line tagged on ROCm/rocminfo
+# (https://github.com/ROCm/rocminfo/releases, rocm-7.2.4).
+CURRENT_VERSIONS: dict[str, str] = {"rocm": "7.2", "torch": "2.15", "transformers": "5.0"}
+
+CAVEAT_RE = re.compile(r"^\s*(?:>\s*)?\*\*(?:Caution|注意)(?::|：)\*\*", re.M)
+CAVEAT_RE_EN = re.compile(r"^\s*(?:>\s*)?\*\*Caution:\*\*", re.M)
+STEP_RE = re.compile(r"^\s{0,3}\d+\.\s", re.M)
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    pattern: Any
+    unless: Any
+    why: str
+
+
+@dataclass
+class Finding:
+    path: str
+    line: int
+    col: int
+    level: str      # error | warning
+    message: str
+
+    def __str__(self) -> str:
+        tag = "" if self.level == "error" else "warning: "
+        return f"{self.path}:{self.line}:{self.col}: {tag}{self.message}"
+
+
+@lru_cache(maxsize=4)
+def load_rules(path: str | None = None) -> tuple[Rule, ...]:
+    from .kb import compile_pattern
+
+    data = yaml.safe_load(Path(path or RULES_FILE).read_text(encoding="utf-8"))
+    out = []
+    for r in data["rules"]:
+        out.append(Rule(r["id"], compile_pattern(r["pattern"]),
+                        compile_pattern(r["unless"]) if r.get("unless") else None, r["why"]))
+    return tuple(out)
+
+
+def current_versions(kb_dir: str | None = None) -> dict[str, str]:
+    """Current versions: from the support matrix where one is shipped (helper "matrix":
+    ``diagnostics/support.py``, ``kb/support/gpu-matrix.yaml``) -- the newest torch release and the newest ROCm
+    and CUDA wheel folders it lists -- over :data:`CURRENT_VERSIONS` for anything it does not name."""
+    out = dict(CURRENT_VERSIONS)
+    try:
+        from . import support  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - no matrix module on this branch: the documented table
+        return out
+    try:
+        from .kb import parse_version
+
+        m = support.get_matrix(kb_dir)
+        newest: dict[str, tuple[int, ...]] = {}
+        for w in getattr(m, "wheels", None) or []:
+            for name, v in (("torch", getattr(w, "torch", "")),
+                            (getattr(w, "stack", ""), getattr(w, "stack_version", ""))):
+                pv = parse_version(str(v)) if name in ("torch", "rocm", "cuda") and v else None
+                if pv and pv[:2] > newest.get(name, ()):
+                    newest[name] = pv[:2]
+        for name, pv in newest.items():
+            out[name] = ".".join(str(x) for x in pv)
+    except Exception:  # noqa: BLE001 - a broken matrix is reported by its own lint; keep the table here
+        pass
+    return out
+
+
+def split_steps(text: str) -> list[tuple[int, str]]:
+    """``(first line index, text)`` of each step of a fix; text before step 1 is its own step."""
+    starts = [m.start() for m in STEP_RE.finditer(text)]
+    if not starts or starts[0] != 0:
+        starts = [0] + starts
+    out = []
+    for i, s in enumerate(starts):
+        e = starts[i + 1] if i + 1 < len(starts) else len(text)
+        chunk = text[s:e]
+        if chunk.strip():
+            out.append((text.count("\n", 0, s), chunk))
+    return out
+
+
+def dangerous_matches(step: str, rules: Iterable[Rule]) -> list[tuple[Rule, int]]:
+    """Rules the step matches, with the offset of the match (a caveat line is not searched)."""
+    body = "\n".join("" if CAVEAT_RE.match(ln) else ln for ln in step.split("\n"))
+    found = []
+    for r in rules:
+        m = r.pattern.search(body)
+        if m and not (r.unless and r.unless.search(body)):
+            found.append((r, m.start()))
+    return found
+
+
+def _pos(entry: Any, key: str, step_line: int, step: str, offset: int) -> tuple[int, int]:
+    first = getattr(entry, "text_lines", {}).get(key, 0)
+    if not first:
+        return 1, 1
+    line_in_step = step.count("\n", 0, offset)
+    line_start = step.rfind("\n", 0, offset) + 1
+    raw = Path(entry.path).read_text(encoding="utf-8").split("\n") if Path(entry.path).is_file() else []
+    lineno = first + step_line + line_in_step
+    indent = 0
+    if 0 < lineno <= len(raw):
+        indent = len(raw[lineno - 1]) - len(raw[lineno - 1].lstrip(" "))
+    return lineno, indent + (offset - line_start) + 1
+
+
+def caveat_findings(entry: Any, rules: Iterable[Rule] | None = None) -> list[Finding]:
+    rules = tuple(rules if rules is not None else load_rules())
+    texts: list[tuple[str, str, bool]] = [("fix", entry.fix, True)]
+    for vendor, var in sorted((getattr(entry, "variants", None) or {}).items()):
+        if isinstance(var, dict) and var.get("fix"):
+            texts.append((f"variants.{vendor}.fix", var["fix"], True))
+    for lang, tr in sorted((getattr(entry, "translations", None) or {}).items()):
+        if isinstance(tr, dict) and isinstance(tr.get("fix"), str):
+            texts.append((f"translations.{lang}.fix", tr["fix"], False))
+    out: list[Finding] = []
+    for key, text, english in texts:
+        steps = split_steps(text)
+        numbered = [s for s in steps if STEP_RE.match(s[1])]
+        for idx, (ln, step) in enumerate(steps):
+            hits = dangerous_matches(step, rules)
+            if not hits:
+                continue
+            marker = CAVEAT_RE_EN if english else CAVEAT_RE
+            rule, off = hits[0]
+            line, col = _pos(entry, key, ln, step, off)
+            ids = ", ".join(r.id for r, _ in hits)
+            if not marker.search(step):
+                out.append(Finding(
+                    entry.path, line, col, "error" if english else "warning",
+                    f"{key}: dangerous step ({ids}: {rule.why}) has no caveat; add a line starting "
+                    f"'**Caution:**' (in a translation also '**注意：**') to this step saying what it costs and the safer alternative"))
+            elif english and len(numbered) > 1 and numbered and numbered[0][0] == ln:
+                out.append(Finding(entry.path, line, col, "warning",
+                                   f"{key}: the first step is dangerous ({ids}); put the safer alternative first"))
+    return out
+
+
+def date_findings(entry: Any, today: datetime.date, current: dict[str, str]) -> list[Finding]:
+    from .kb import parse_version
+
+    chk = getattr(entry, "checked", None)
+    if not chk:
+        return []
+    out: list[Finding] = []
+    d = chk["date"]
+    age = (today - d).days
+    if age > MAX_AGE_DAYS:
+        out.append(Finding(entry.path, 1, 1, "warning",
+                           f"checked {d.isoformat()}, {age} days ago (over six months): re-check the fix against "
+                           f"current sources and update checked:"))
+    elif age < 0:
+        out.append(Finding(entry.path, 1, 1, "warning", f"checked.date {d.isoformat()} lies in the future"))
+    for name, v in sorted(chk["versions"].items()):
+        cur = current.get(name)
+        pv, pc = parse_version(v), parse_version(cur) if cur else None
+        if pv and pc and pv[:2] < pc[:2]:
+            out.append(Finding(entry.path, 1, 1, "warning",
+                               f"checked against {name} {v}, but the current {name} is {cur}: re-check the fix"))
+    return out
+
+
+def lint(kb: Any, today: datetime.date | None = None, current: dict[str, str] | None = None) -> list[Finding]:
+    """Caveat and date findings for every loaded entry (errors and warnings; schema errors are ``kb.errors``)."""
+    today = today or datetime.date.today()
+    current = current if current is not None else current_versions(getattr(kb, "directory", None) or None)
+    rules = load_rules()
+    out: list[Finding] = []
+    for e in sorted(kb.entries, key=lambda e: e.id):
+        out.extend(caveat_findings(e, rules))
+        out.extend(date_findings(e, today, current))
+    return out
+
+
+def undated(kb: Any) -> list[str]:
+    return sorted(e.id for e in kb.entries if not getattr(e, "checked", None))
+
+
+def checked_sort_key(entry: Any) -> tuple:
+    """Oldest first; never checked sorts before everything."""
+    chk = getattr(entry, "checked", None)
+    return (0, datetime.date.min, entry.id) if not chk else (1, chk["date"], entry.id)
