@@ -88,6 +88,24 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "gpu.gtt_total_bytes": ("int", "GTT (system memory the GPU can map) of that GPU"),
     "gpu.vendors": ("list[str]", "vendors of the visible GPUs: 'amd', 'nvidia', 'intel'"),
     "gpu.pcie_atomics": ("bool", "the PCIe path supports atomics (false when the kernel says it does not)"),
+    # other processes on the GPUs, read by the probe run (nvidia-smi --query-compute-apps, rocm-smi --showpids /
+    # amd-smi process, sysfs / nvidia-smi --query-gpu) before any test generation; the doctor's own processes excluded
+    "gpu.processes": ("list[str]", "compute processes of others on the GPUs, as 'pid:name:bytes' (bytes empty when the tool cannot say)"),
+    "gpu.other_process_count": ("int", "compute processes of others on the GPUs (0: the tool listed none)"),
+    "gpu.other_process_mem_bytes": ("int", "GPU memory those processes hold, summed over GPUs"),
+    "gpu.other_process_mem_fraction": ("float", "largest share (0..1) of one GPU's memory held by other processes"),
+    "gpu.mem_used_fraction": ("float", "largest share (0..1) of one GPU's memory in use before the test generation, whoever holds it"),
+    "gpu.busy_percent": ("float", "busy % of the busiest GPU before the test generation (lowest of a few samples over about a second)"),
+    # --- what an out-of-memory error says about itself (PyTorch's caching allocator message) ---------------------
+    "oom.api": ("str", "which runtime's words the out-of-memory error used: 'cuda' or 'hip'"),
+    "oom.requested_bytes": ("int", "'Tried to allocate X': the allocation that failed"),
+    "oom.capacity_bytes": ("int", "'GPU N has a total capacity of X'"),
+    "oom.free_bytes": ("int", "'... of which X is free'"),
+    "oom.gpu_index": ("int", "the GPU the error names"),
+    "oom.processes": ("list[str]", "'Process N has X memory in use' as 'pid:bytes' (the other processes; the failing one too when the error has no 'this process' part)"),
+    "oom.this_process_bytes": ("int", "'Including non-PyTorch memory, this process has X memory in use'"),
+    "oom.other_process_bytes": ("int", "memory the other processes named by the error hold (only when the error also says what 'this process' has)"),
+    "oom.fits_without_others": ("bool", "the failed allocation would have fit in what was free plus what other processes hold (at least 256 MiB)"),
     # --- NVIDIA side ---------------------------------------------------------------------------------
     "nvidia.driver_version": ("str", "NVIDIA driver version, e.g. '550.54.15'"),
     "nvidia.cuda_version": ("str", "highest CUDA version the driver supports, e.g. '12.4'"),

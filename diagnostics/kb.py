@@ -29,17 +29,21 @@ SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{1,80}$")
 
 TOP_REQUIRED = ("id", "title", "severity", "when", "symptoms", "cause", "fix", "links", "tests")
-TOP_OPTIONAL = ("benign", "tags", "confidence", "supersedes", "translations")
+TOP_OPTIONAL = ("benign", "tags", "confidence", "supersedes", "translations", "variants")
 FACT_OPS = ("eq", "ne", "in", "not_in", "contains", "contains_any", "matches", "lt", "le", "gt", "ge",
             "version_lt", "version_le", "version_gt", "version_ge")
 TEST_KEYS = ("name", "expect", "facts", "logs")
-TRANSLATION_KEYS = ("title", "symptoms", "cause", "fix", "source_hash")
+TRANSLATION_KEYS = ("title", "symptoms", "cause", "fix", "source_hash", "variants")
 # fix-text placeholders, filled from the GPU support matrix and the facts when a report is built (diagnostics/support.py)
 PLACEHOLDERS = ("torch_install", "torch_index_url", "gfx", "override", "rocm_version", "cuda_version")
 PLACEHOLDER_RE = re.compile(r"(?<![$\\{])\{([a-z][a-z0-9_]*)\}(?!\})")
 # when the fix was last checked against sources, and against which versions (see kb/README.md, "Dates")
 TOP_OPTIONAL = TOP_OPTIONAL + ("checked",)
 CHECKED_KEYS = ("date", "versions")
+# vendor-aware text (SHARED_DECISIONS 4): `variants.<vendor>` overrides title/symptoms/cause/fix for that vendor
+VARIANT_VENDORS = ("nvidia", "amd")
+VARIANT_FIELDS = ("title", "symptoms", "cause", "fix")
+VARIANT_KEYS = (*VARIANT_FIELDS, "log")
 
 
 class KBError(Exception):
@@ -101,13 +105,32 @@ class Entry:
     tags: list[str] = field(default_factory=list)
     confidence: float = 0.8
     supersedes: list[str] = field(default_factory=list)
-    translations: dict[str, dict[str, str]] = field(default_factory=dict)
+    translations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    variants: dict[str, dict[str, str]] = field(default_factory=dict)
     path: str = ""
     # {"date": datetime.date, "versions": {"rocm": "7.2", ...}} or None when never dated
     checked: dict[str, Any] | None = None
     # where prose fields start in the file: "fix", "translations.zh.fix" -> (line of the first text line,
     # 1 when the text is not a literal block so lines cannot be mapped one to one); used by `kb lint`
     text_lines: dict[str, int] = field(default_factory=dict)
+
+    def variant_text(self, vendor: str | None, lang: str | None = None) -> dict[str, str]:
+        """title/symptoms/cause/fix for *vendor* (the base text where the entry has no such variant), in
+        English or, with *lang*, from ``translations.<lang>`` (its ``variants.<vendor>`` first)."""
+        out = {f: getattr(self, f) for f in VARIANT_FIELDS}
+        var = self.variants.get(vendor or "", {})
+        for f in VARIANT_FIELDS:
+            if var.get(f):
+                out[f] = var[f]
+        if lang and lang != "en":
+            tr = self.translations.get(lang) or {}
+            tv = (tr.get("variants") or {}).get(vendor or "", {}) if var else {}
+            for f in VARIANT_FIELDS:
+                if f in var and tv.get(f):
+                    out[f] = tv[f]
+                elif f not in var and tr.get(f):
+                    out[f] = tr[f]
+        return out
 
     def summary(self) -> dict[str, Any]:
         return {"id": self.id, "title": self.title, "severity": self.severity, "benign": self.benign,
@@ -510,6 +533,116 @@ def _text_line(node: yaml.Node) -> int:
     return 0
 
 
+def _variants(ctx: _Ctx, node: yaml.Node) -> dict[str, dict[str, str]]:
+    """``variants: {nvidia: {title?, symptoms?, cause?, fix?, log?}, amd: {...}}``; ``log`` is an RE2 pattern
+    that, found in a log line the entry fired on, selects that vendor before any fact does."""
+    out: dict[str, dict[str, str]] = {}
+    for vendor, (kn, vn) in _mapping(ctx, node, "variants").items():
+        if vendor not in VARIANT_VENDORS:
+            raise ctx.err(kn, f"unknown vendor {vendor!r} in variants; allowed: {', '.join(VARIANT_VENDORS)}")
+        var: dict[str, str] = {}
+        for fk, (fkn, fvn) in _mapping(ctx, vn, f"variants.{vendor}").items():
+            if fk not in VARIANT_KEYS:
+                raise ctx.err(fkn, f"unknown key {fk!r} in variants.{vendor}; allowed: {', '.join(VARIANT_KEYS)}")
+            var[fk] = _str(ctx, fvn, f"variants.{vendor}.{fk}")
+            if fk == "log":
+                try:
+                    compile_pattern(var[fk])
+                except ValueError as exc:
+                    raise ctx.err(fvn, str(exc)) from None
+        if not any(f in var for f in VARIANT_FIELDS):
+            raise ctx.err(vn, f"variants.{vendor} overrides nothing: give at least one of {', '.join(VARIANT_FIELDS)}")
+        out[vendor] = var
+    return out
+
+
+def _translated_variants(ctx: _Ctx, node: yaml.Node, variants: dict[str, dict[str, str]],
+                         lang: str) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for vendor, (kn, vn) in _mapping(ctx, node, f"translations.{lang}.variants").items():
+        if vendor not in variants:
+            raise ctx.err(kn, f"translations.{lang}.variants.{vendor}: the entry has no English variant {vendor!r}")
+        var: dict[str, str] = {}
+        for fk, (fkn, fvn) in _mapping(ctx, vn, f"translations.{lang}.variants.{vendor}").items():
+            if fk not in VARIANT_FIELDS:
+                raise ctx.err(fkn, f"unknown key {fk!r} in a translated variant; allowed: {', '.join(VARIANT_FIELDS)}")
+            if fk not in variants[vendor]:
+                raise ctx.err(fkn, f"variants.{vendor} has no English {fk!r} to translate")
+            var[fk] = _str(ctx, fvn, fk)
+        out[vendor] = var
+    return out
+
+
+# what names a vendor in the text an entry fired on, when its variant gives no `log` of its own
+DEFAULT_VENDOR_SIGNATURES = {
+    "nvidia": r"\bCUDA\b|\bcuda[A-Z]\w+|CUDA_ERROR|\bNVIDIA\b|\bNVML\b|nvidia-smi|\bcuBLAS|\bcuDNN|\bNCCL\b",
+    "amd": r"\bHIP\b|\bhip[A-Z]\w+|HIP_ERROR|\bROCm\b|\brocm|\bamdgpu\b|\bHSA_|\brocBLAS|\bMIOpen|\bRCCL\b",
+}
+_SIG_CACHE: dict[str, Any] = {}
+
+
+def _sig(pattern: str) -> Any:
+    c = _SIG_CACHE.get(pattern)
+    if c is None:
+        c = _SIG_CACHE[pattern] = re2.compile(pattern)
+    return c
+
+
+def vendor_from_facts(facts: dict[str, Any]) -> str | None:
+    """nvidia / amd from what the facts say of the stack in use (torch's build first), else None."""
+    build = facts.get("torch.build")
+    if build == "cuda":
+        return "nvidia"
+    if build == "rocm":
+        return "amd"
+    vendors = facts.get("gpu.vendors")
+    if isinstance(vendors, list):
+        vs = {v for v in vendors if v in VARIANT_VENDORS}
+        if len(vs) == 1:
+            return vs.pop()
+    if facts.get("hip.platform") in ("amd", "nvidia"):
+        return facts["hip.platform"]
+    api = {"cuda": "nvidia", "hip": "amd"}.get(str(facts.get("oom.api")))
+    if api:  # the out-of-memory error's own words
+        return api
+    nvidia = bool(facts.get("nvidia.driver_version") or facts.get("pci.nvidia_gpu_count"))
+    amd = bool(facts.get("gpu.gfx_targets") or facts.get("pci.amd_gpu_count") or facts.get("driver.amdgpu_loaded"))
+    if nvidia != amd:
+        return "nvidia" if nvidia else "amd"
+    ms = facts.get("monitor.source")
+    if ms == "nvidia-smi":
+        return "nvidia"
+    if ms in ("amd-smi", "rocm-smi", "sysfs"):
+        return "amd"
+    return None
+
+
+def select_variant(entry: Entry, facts: dict[str, Any], evidence: list[dict[str, Any]]) -> str | None:
+    """The vendor whose variant of *entry* applies: torch's build when known, else what the lines it fired on
+    say (the error's own words: "CUDA out of memory" vs "HIP out of memory"), else the other facts (GPU
+    vendors, driver, PCI); None when the entry has no variants or nothing tells."""
+    if not entry.variants:
+        return None
+    # the torch build in use decides first: ROCm builds before 2.1 printed "CUDA out of memory" too
+    build = {"cuda": "nvidia", "rocm": "amd"}.get(str(facts.get("torch.build")))
+    if build:
+        return build if build in entry.variants else None
+    texts = [str(e.get("excerpt") or "") for e in evidence if e.get("kind") == "log"]
+    # the GPU stack's own error texts among the facts, whether or not the entry fired on them
+    texts += [str(facts[k]) for k in ("gen.error", "torch.smoke_error", "torch.import_error")
+              if isinstance(facts.get(k), str)]
+    if texts:
+        found = []
+        for vendor in VARIANT_VENDORS:
+            pat = entry.variants.get(vendor, {}).get("log") or DEFAULT_VENDOR_SIGNATURES[vendor]
+            if any(_sig(pat).search(t) for t in texts):
+                found.append(vendor)
+        if len(found) == 1:
+            return found[0] if found[0] in entry.variants else None
+    v = vendor_from_facts(facts)
+    return v if v in entry.variants else None
+
+
 def parse_entry(text: str, path: str, expected_id: str | None = None) -> Entry:
     """Parse one entry; raises KBError at the first problem."""
     ctx = _Ctx(path)
@@ -556,27 +689,40 @@ def parse_entry(text: str, path: str, expected_id: str | None = None) -> Entry:
             raise ctx.err(m["links"][1].value[i], f"link {ln!r} is not an http(s) URL")
     text_lines = {"fix": _text_line(m["fix"][1])}
     checked = _checked(ctx, m["checked"][1]) if "checked" in m else None
-    translations: dict[str, dict[str, str]] = {}
+    variants = _variants(ctx, m["variants"][1]) if "variants" in m else {}
+    translations: dict[str, dict[str, Any]] = {}
     if "translations" in m:
         tm = _mapping(ctx, m["translations"][1], "translations")
         for lang, (kn, vn) in tm.items():
             if not re.match(r"^[a-z]{2}(-[A-Za-z]{2,4})?$", lang):
                 raise ctx.err(kn, f"language code {lang!r} should look like 'zh' or 'zh-CN'")
             fields = _mapping(ctx, vn, f"translations.{lang}")
-            tr = {}
+            tr: dict[str, Any] = {}
             for fk, (fkn, fvn) in fields.items():
                 if fk not in TRANSLATION_KEYS:
                     raise ctx.err(fkn, f"unknown key {fk!r} in a translation; allowed: {', '.join(TRANSLATION_KEYS)}")
-                tr[fk] = _str(ctx, fvn, fk)
+                if fk == "variants":
+                    tr[fk] = _translated_variants(ctx, fvn, variants, lang)
+                else:
+                    tr[fk] = _str(ctx, fvn, fk)
             if "fix" in fields:
                 text_lines[f"translations.{lang}.fix"] = _text_line(fields["fix"][1])
             translations[lang] = tr
     for fk in ("title", "symptoms", "cause", "fix"):
         _check_placeholders(ctx, m[fk][1], text)
+    if "variants" in m:  # vendor variants' text obeys the same placeholder rule
+        for _v, (_kn, vn) in _mapping(ctx, m["variants"][1], "variants").items():
+            for fk, (_fkn, fvn) in _mapping(ctx, vn, "a variant").items():
+                if fk != "log":
+                    _check_placeholders(ctx, fvn, text)
     if "translations" in m:
         for _lang, (_kn, vn) in _mapping(ctx, m["translations"][1], "translations").items():
             for fk, (_fkn, fvn) in _mapping(ctx, vn, "a translation").items():
-                if fk != "source_hash":
+                if fk == "variants":
+                    for _v, (_vk, vvn) in _mapping(ctx, fvn, "translated variants").items():
+                        for _f, (_fk2, fvn2) in _mapping(ctx, vvn, "a translated variant").items():
+                            _check_placeholders(ctx, fvn2, text)
+                elif fk != "source_hash":
                     _check_placeholders(ctx, fvn, text)
     return Entry(
         id=eid,
@@ -593,6 +739,7 @@ def parse_entry(text: str, path: str, expected_id: str | None = None) -> Entry:
         confidence=conf,
         supersedes=_str_list(ctx, m["supersedes"][1], "supersedes") if "supersedes" in m else [],
         translations=translations,
+        variants=variants,
         path=path,
         checked=checked,
         text_lines=text_lines,
@@ -704,9 +851,17 @@ def json_schema() -> dict[str, Any]:
                         "properties": {"date": {"pattern": r"^\d{4}-\d{2}-\d{2}$", "description": "YYYY-MM-DD"},
                                        "versions": {"type": "object", "minProperties": 1,
                                                     "additionalProperties": {"type": "string"}}}},
+            "variants": {"type": "object", "additionalProperties": False, "properties": {
+                v: {"type": "object", "additionalProperties": False, "minProperties": 1,
+                    "properties": {k: {"type": "string", "minLength": 1} for k in VARIANT_KEYS}}
+                for v in VARIANT_VENDORS}},
             "translations": {"type": "object", "additionalProperties": {
                 "type": "object", "additionalProperties": False,
-                "properties": {k: {"type": "string"} for k in TRANSLATION_KEYS}}},
+                "properties": {**{k: {"type": "string"} for k in TRANSLATION_KEYS if k != "variants"},
+                               "variants": {"type": "object", "additionalProperties": False, "properties": {
+                                   v: {"type": "object", "additionalProperties": False,
+                                       "properties": {k: {"type": "string"} for k in VARIANT_FIELDS}}
+                                   for v in VARIANT_VENDORS}}}}},
             "tests": {"type": "array", "minItems": 2, "items": {
                 "type": "object", "required": ["name", "expect"], "additionalProperties": False,
                 "properties": {"name": {"type": "string"}, "expect": {"enum": ["fire", "silent"]},

@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 import re2
 
-from .kb import SEVERITY_RANK, Cond, Entry, KnowledgeBase, parse_version
+from .kb import SEVERITY_RANK, Cond, Entry, KnowledgeBase, parse_version, select_variant
 
 TRUE, FALSE, UNKNOWN = 1, 0, -1
 MAX_EVIDENCE_PER_PATTERN = 3
@@ -224,7 +224,11 @@ class Matcher:
         facts = dict(facts or {})
         logs = [(n, clean_log(t)) for n, t in (logs or [])]
         hits = self.scan.scan(logs)
-        return rank(self.kb.entries, facts, hits, set(unknown_facts), fact_sources or {})
+        for k, v in oom_facts(logs, facts).items():
+            facts.setdefault(k, v)  # what an out-of-memory error says of itself, for conditions and evidence
+        res = rank(self.kb.entries, facts, hits, set(unknown_facts), fact_sources or {})
+        _add_oom_quotes(res["diagnoses"], logs, facts, fact_sources or {})
+        return res
 
 
 def rank(entries: list[Entry], facts: dict[str, Any], hits: dict[str, list[Hit]], unknown_facts: set[str],
@@ -237,7 +241,7 @@ def rank(entries: list[Entry], facts: dict[str, Any], hits: dict[str, list[Hit]]
             ev = _dedupe(out.evidence)
             kinds = {x.get("kind") for x in ev}
             conf = e.confidence + (0.05 if {"log", "fact"} <= kinds else 0.0)
-            fired[e.id] = diagnosis_dict(e, min(conf, 0.99), ev)
+            fired[e.id] = diagnosis_dict(e, min(conf, 0.99), ev, facts)
         elif out.value == UNKNOWN and out.unknown & unknown_facts:
             missing = sorted(out.unknown & unknown_facts)
             not_ruled_out.append({"id": e.id, "title": e.title, "severity": e.severity,
@@ -256,19 +260,74 @@ def rank(entries: list[Entry], facts: dict[str, Any], hits: dict[str, list[Hit]]
     return {"diagnoses": ranked, "not_ruled_out": not_ruled_out}
 
 
-def diagnosis_dict(e: Entry, confidence: float, evidence: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "id": e.id, "title": e.title, "severity": "info" if e.benign else e.severity,
+def diagnosis_dict(e: Entry, confidence: float, evidence: list[dict[str, Any]],
+                   facts: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The diagnosis of a fired entry; an entry with ``variants`` speaks the vendor in use (the ``variant``
+    key says which; absent when the base text is shown)."""
+    vendor = select_variant(e, facts or {}, evidence)
+    text = e.variant_text(vendor)
+    d = {
+        "id": e.id, "title": text["title"], "severity": "info" if e.benign else e.severity,
         "confidence": round(confidence, 3), "benign": e.benign, "evidence": evidence,
-        "fix": e.fix, "symptoms": e.symptoms, "cause": e.cause, "links": list(e.links), "tags": list(e.tags),
-        "consequence_of": [],
+        "fix": text["fix"], "symptoms": text["symptoms"], "cause": text["cause"], "links": list(e.links),
+        "tags": list(e.tags), "consequence_of": [],
     }
+    if vendor:
+        d["variant"] = vendor
+    return d
+
+
+def oom_facts(logs: list[tuple[str, str]], facts: dict[str, Any]) -> dict[str, Any]:
+    """``oom.*`` facts from the last out-of-memory error in the logs (or in ``gen.error``)."""
+    from .parsers.oom import parse
+
+    found: dict[str, Any] = {}
+    for _, text in logs:
+        found = parse(text) or found
+    if not found and isinstance(facts.get("gen.error"), str):
+        found = parse(facts["gen.error"])
+    return found
+
+
+def _add_oom_quotes(diagnoses: list[dict[str, Any]], logs: list[tuple[str, str]], facts: dict[str, Any],
+                    sources: dict[str, str] | None = None) -> None:
+    """Memory diagnoses quote what the out-of-memory error itself says (how much was asked for, what was
+    free, which processes hold memory), each piece as its own evidence line: the error is one long line,
+    and its excerpt alone would cut the "Process N has X GiB memory in use" part off."""
+    procs = facts.get("gpu.processes")
+    if isinstance(procs, list) and procs:
+        # entries about other processes show who they are, whichever condition fired
+        ev = _fact_evidence("gpu.processes", procs, sources or {})
+        for d in diagnoses:
+            if "processes" in d.get("tags", ()):
+                d["evidence"] = _dedupe(d["evidence"] + [ev])
+    mem = [d for d in diagnoses if "memory" in d.get("tags", ())]
+    if not mem:
+        return
+    from .parsers.oom import quotes
+
+    found: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    sources_texts = list(logs)
+    if isinstance(facts.get("gen.error"), str):
+        sources_texts.append(("gen.error", facts["gen.error"]))
+    for name, text in sources_texts:
+        for q in quotes(text):
+            if q not in seen:  # the generation's log repeats its error: each part once
+                seen.add(q)
+                found.append({"source": name, "excerpt": q, "kind": "log"})
+    if not found:
+        return
+    for d in mem:
+        d["evidence"] = _dedupe(d["evidence"] + found)
 
 
 def evaluate_entry(entry: Entry, facts: dict[str, Any], logs: str) -> Outcome:
     """Evaluate one entry alone (used by ``kb test`` and the KB editor)."""
     scan = LogScan(entry.when.log_patterns())
-    hits = scan.scan([("log", clean_log(logs))]) if logs else {}
+    log_list = [("log", clean_log(logs))] if logs else []
+    hits = scan.scan(log_list) if logs else {}
+    facts = {**oom_facts(log_list, facts), **facts}  # as Matcher.match does
     return evaluate(entry.when, facts, hits, {})
 
 

@@ -165,7 +165,16 @@ def translation_hash(entry: Any) -> str:
 
     *entry* is a :class:`diagnostics.kb.Entry` or a mapping with those keys (as loaded from YAML)."""
     text = "\n".join(_field(entry, f) for f in ENTRY_FIELDS)
+    variants = _variants(entry)
+    if variants:  # vendor variants (kb `variants:`) are part of the English text; entries without keep their hash
+        text += "".join(f"\n[{v}.{f}]\n{variants[v][f]}" for v in sorted(variants)
+                        for f in ENTRY_FIELDS if variants[v].get(f))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def _variants(entry: Any) -> Mapping[str, Mapping[str, str]]:
+    v = entry.get("variants") if isinstance(entry, Mapping) else getattr(entry, "variants", None)
+    return v or {}
 
 
 def _translations(entry: Any) -> Mapping[str, Mapping[str, str]]:
@@ -181,6 +190,11 @@ def translation_status(entry: Any, lang: str) -> str | None:
     empty = [f for f in ENTRY_FIELDS if not str(tr.get(f) or "").strip()]
     if empty:
         return "translation lacks " + ", ".join(empty)
+    tv = tr.get("variants") or {}
+    lacking = [f"variants.{v}.{f}" for v, fields in sorted(_variants(entry).items()) for f in ENTRY_FIELDS
+               if fields.get(f) and not str((tv.get(v) or {}).get(f) or "").strip()]
+    if lacking:
+        return "translation lacks " + ", ".join(lacking)
     have = str(tr.get("source_hash") or "")
     if not have:
         return "translation has no source_hash"
@@ -247,6 +261,9 @@ def localize_diagnoses(diagnoses: list[dict[str, Any]], kb: Any, lang: str | Non
         e = by_id.get(d.get("id"))
         if e is not None:
             loc = localized_entry(e, lang)
+            var = d.get("variant")
+            if var and hasattr(e, "variant_text"):  # the vendor text the matcher chose, in *lang*
+                loc.update(e.variant_text(var, lang))
             for f in ENTRY_FIELDS:
                 if f in d or f in ("title", "fix"):
                     d[f] = loc[f]

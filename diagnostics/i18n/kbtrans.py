@@ -55,6 +55,13 @@ def render_block(translations: dict[str, dict[str, str]]) -> str:
         for k in (*ENTRY_FIELDS, "source_hash"):
             if k in tr:
                 out.append(_scalar(k, tr[k], 4))
+        if tr.get("variants"):  # translated vendor variants (kb `variants:`)
+            out.append("    variants:\n")
+            for vendor in sorted(tr["variants"]):
+                out.append(f"      {vendor}:\n")
+                for k in ENTRY_FIELDS:
+                    if k in tr["variants"][vendor]:
+                        out.append(_scalar(k, tr["variants"][vendor][k], 8))
     return "".join(out)
 
 
@@ -87,6 +94,8 @@ def write_translation(path: str | Path, lang: str, fields: dict[str, str]) -> st
     trs = {k: dict(v) for k, v in entry.translations.items()}
     h = translation_hash(entry)
     trs[lang] = {f: fields[f] for f in ENTRY_FIELDS} | {"source_hash": h}
+    if fields.get("variants"):
+        trs[lang]["variants"] = {v: dict(x) for v, x in fields["variants"].items()}
     new = replace_block(text, render_block(trs))
     again = kbmod.parse_entry(new, str(p), expected_id=p.stem)
     for f in ("title", "symptoms", "cause", "fix", "links"):
@@ -124,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
         for en in kb.entries:
             if args.ids and en.id not in args.ids:
                 continue
-            out[en.id] = {"en": {f: getattr(en, f) for f in ENTRY_FIELDS},
+            out[en.id] = {"en": {f: getattr(en, f) for f in ENTRY_FIELDS}
+                          | ({"variants": {v: {f: x[f] for f in ENTRY_FIELDS if f in x} for v, x in en.variants.items()}}
+                             if en.variants else {}),
                           args.lang: en.translations.get(args.lang, {})}
         yaml.safe_dump(out, sys.stdout, allow_unicode=True, sort_keys=False, width=120)
         return 0

@@ -410,3 +410,61 @@ def _parse_into(text: str, res: ParseResult) -> None:
         res.notes.append("no amd-smi content recognised")
     res.facts.update(facts)
     res.errors.extend(errors)
+
+
+# --------------------------------------------------------------------------------------------------
+# the process list (amd-smi process --json)
+
+
+def parse_process_json(text: str) -> list:
+    """``amd-smi process --json``: per GPU ``{"gpu": N, "process_list": [{"process_info": {"name", "pid",
+    "memory_usage": {"vram_mem": {"value", "unit"}}, "mem": ...}}]}`` (ROCm 6.x), or the by-pid shape of newer
+    releases (``{"pid", "name", "gpus": [{"gpu_index", "memory_usage": {"vram_mem": ...}}]}``).  Entries
+    that say "No running processes detected" are skipped."""
+    from .base import GpuProcess
+
+    start = _JSON_START_RE.search(text)
+    if not start:
+        return []
+    try:
+        data = json.loads(text[start.start():])
+    except ValueError:
+        return []
+    out = []
+
+    def mem_of(d: Any) -> int | None:
+        if not isinstance(d, dict):
+            return None
+        mu = d.get("memory_usage")
+        if isinstance(mu, dict) and "vram_mem" in mu:
+            return _bytes(mu["vram_mem"])
+        return _bytes(d.get("mem")) if "mem" in d else None
+
+    def visit(obj: Any, gpu: str, depth: int = 0) -> None:
+        if depth > 8:
+            return
+        if isinstance(obj, list):
+            for x in obj[:2000]:
+                visit(x, gpu, depth + 1)
+            return
+        if not isinstance(obj, dict):
+            return
+        if "gpu" in obj and not isinstance(obj.get("gpu"), (dict, list)):
+            gpu = str(obj["gpu"])
+        info = obj.get("process_info", obj)
+        if isinstance(info, dict) and "pid" in info and str(info.get("pid")).isdigit():
+            pid, name = int(info["pid"]), str(info.get("name") or "")
+            gpus = info.get("gpus")
+            if isinstance(gpus, list) and gpus:
+                for g in gpus:
+                    if isinstance(g, dict):
+                        out.append(GpuProcess(pid, name, mem_of(g), str(g.get("gpu_index", ""))))
+            else:
+                out.append(GpuProcess(pid, name, mem_of(info), gpu))
+            return
+        for k, v in obj.items():
+            if isinstance(v, (list, dict)):
+                visit(v, gpu, depth + 1)
+
+    visit(data, "")
+    return out

@@ -355,3 +355,54 @@ def _parse_list(lines: list[str], res: ParseResult) -> None:
     if names:
         res.facts["gpu.names"] = names
         res.facts["gpu.count"] = len(names)
+
+
+# --------------------------------------------------------------------------------------------------
+# the compute processes and the GPUs' load, as the probe asks for them
+
+
+_NA = ("[N/A]", "N/A", "[Not Supported]", "Not Supported", "[Insufficient Permissions]", "")
+
+
+def parse_compute_apps(text: str) -> list:
+    """``nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory,gpu_uuid --format=csv,noheader,nounits``
+    (a header line and units are tolerated): one :class:`GpuProcess` per row.  Names may contain commas
+    (process names are the program's path), so pid is read from the left and memory and UUID from the right.
+    "No running processes found" and an empty output give []."""
+    from .base import GpuProcess
+
+    out = []
+    for ln in text.replace("\r", "").split("\n")[:5000]:
+        s = ln.strip()
+        if not s or s.lower().startswith("pid") or "," not in s:
+            continue
+        head, _, rest = s.partition(",")
+        tail = rest.rsplit(",", 2)
+        if len(tail) != 3 or not head.strip().isdigit():
+            continue
+        name, mem_s, gpu = tail[0].strip(), tail[1].strip(), tail[2].strip()
+        parts = [head.strip()]
+        m = re.match(r"^(\d+)(?:\s*MiB)?$", mem_s)
+        mem = int(m.group(1)) * MIB if m else None
+        out.append(GpuProcess(int(parts[0]), name, mem, gpu))
+    return out
+
+
+def parse_gpu_load(text: str) -> list[dict]:
+    """``nvidia-smi --query-gpu=index,uuid,utilization.gpu,memory.used,memory.total --format=csv,noheader,nounits``:
+    one dict per GPU with index, uuid, busy (percent or None), used and total (bytes or None)."""
+    out = []
+    for ln in text.replace("\r", "").split("\n")[:1000]:
+        parts = [p.strip() for p in ln.split(",")]
+        if len(parts) != 5 or not parts[0].isdigit():
+            continue
+
+        def num(x: str) -> float | None:
+            m = re.match(r"^(\d+(?:\.\d+)?)\s*(?:%|MiB)?$", x)
+            return float(m.group(1)) if m else None
+
+        busy, used, total = num(parts[2]), num(parts[3]), num(parts[4])
+        out.append({"index": int(parts[0]), "uuid": parts[1], "busy": busy,
+                    "used": int(used) * MIB if used is not None else None,
+                    "total": int(total) * MIB if total is not None else None})
+    return out

@@ -289,3 +289,31 @@ def _parse_into(text: str, res: ParseResult) -> None:
         res.notes.append("rocm-smi printed its frame but no GPU lines: truncated or filtered?")
     res.facts.update(facts)
     res.errors.extend(errors)
+
+
+# --------------------------------------------------------------------------------------------------
+# the KFD process list (rocm-smi --showpids)
+
+_PID_ROW = re.compile(r"^\s*(\d{1,10})\s+(.*?)\s+(\d{1,4})\s+(\d{1,20}|UNKNOWN|N/A)\s+\S+\s+\S+\s*$")
+
+
+def parse_showpids(text: str) -> list:
+    """``rocm-smi --showpids``: ``PID  PROCESS NAME  GPU(s)  VRAM USED  SDMA USED  CU OCCUPANCY`` rows, tab- or
+    space-separated.  The GPU(s) column is the *number* of GPUs the process uses (ROCm/rocm_smi_lib#166), so
+    ``gpu`` stays empty; VRAM USED is in bytes (``UNKNOWN`` where the library cannot say).  "No KFD PIDs
+    currently running" gives []."""
+    from .base import GpuProcess
+
+    out = []
+    inside = False
+    for ln in strip_ansi(text).replace("\r", "").split("\n")[:5000]:
+        if "KFD process information" in ln:
+            inside = True
+            continue
+        if not inside or ln.strip().startswith(("PID", "=")):
+            continue
+        m = _PID_ROW.match(ln.replace("\t", " "))
+        if m:
+            mem = int(m.group(4)) if m.group(4).isdigit() else None
+            out.append(GpuProcess(int(m.group(1)), m.group(2).strip(), mem, ""))
+    return out

@@ -35,7 +35,7 @@ PROBES: list[ProbeSpec] = [
               provides=("env.set_names",)),
     ProbeSpec("hip", "HIP runtime (libamdhip64, without torch)", module="hip", timeout=30, gpu_runtime=True,
               provides=("hip.runtime_version", "hip.device_count")),
-    ProbeSpec("nvidia", "NVIDIA driver (nvidia-smi)", module="nvidia", timeout=25,
+    ProbeSpec("nvidia", "NVIDIA driver (nvidia-smi)", module="nvidia", timeout=40,
               provides=("nvidia.driver_version", "nvidia.cuda_version")),
     ProbeSpec("torch", "PyTorch build, devices and smoke test", script="torch_child.py", timeout=120,
               gpu_runtime=True,

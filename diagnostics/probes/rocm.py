@@ -141,6 +141,8 @@ def collect(root: str, out: Emitter) -> None:
             out.evidence(tool, f"{tool} (exit {rc}): " + " | ".join(text.splitlines()[:3])[:600])
             problems.append(f"{tool} reported an error")
         break
+    if root in ("", "/") and installed:
+        _others(root, prefixes, out)
     # hipconfig
     exe = _find("hipconfig", root, prefixes)
     if exe and root in ("", "/"):
@@ -163,6 +165,79 @@ def collect(root: str, out: Emitter) -> None:
         out.status("fail", "; ".join(problems))
     else:
         out.status("ok", f"ROCm {version or '(version unknown)'}")
+
+
+def _sysfs_load(root: str) -> list[dict]:
+    """Per AMD GPU in /sys/class/drm: busy % and VRAM used/total (the amdgpu driver's own files)."""
+    out = []
+    for card in sorted(glob.glob(rpath(root, "/sys/class/drm/card[0-9]*"))):
+        if "-" in os.path.basename(card):
+            continue  # connectors (card0-DP-1)
+        dev = os.path.join(card, "device")
+        vendor = read_file("/", os.path.join(dev, "vendor")) or ""
+        if vendor.strip() != "0x1002":
+            continue
+
+        def num(name: str) -> int | None:
+            v = read_file("/", os.path.join(dev, name))
+            return int(v.strip()) if v and v.strip().isdigit() else None
+
+        out.append({"index": os.path.basename(card)[4:], "busy": num("gpu_busy_percent"),
+                    "used": num("mem_info_vram_used"), "total": num("mem_info_vram_total")})
+    return out
+
+
+def _others(root: str, prefixes: list[str], out: Emitter) -> None:
+    """Who else is on the GPUs: rocm-smi --showpids (or amd-smi process --json) and each card's busy % and
+    memory from sysfs, before any test generation; the doctor's own processes are left out."""
+    import time
+
+    from ..parsers.base import process_facts
+    from .gpuprocs import load_facts, own_pids_checker
+
+    gpus = _sysfs_load(root)
+    if not gpus and not os.path.exists(rpath(root, "/dev/kfd")):
+        return  # no AMD GPU here (a ROCm userspace in an NVIDIA container): the NVIDIA probe speaks for the GPUs
+    samples = []
+    for _ in range(2):
+        if not gpus:
+            break
+        time.sleep(0.4)
+        samples.append(_sysfs_load(root))
+    out.facts(load_facts(gpus, samples))
+    own = own_pids_checker()
+    procs = None
+    exe = _find("rocm-smi", root, prefixes)
+    if exe:
+        out.stage("rocm-smi --showpids")
+        rc, so, se, prob = run_tool([exe, "--showpids"], timeout=8)
+        if not prob and "KFD process information" in so:
+            from ..parsers.rocm_smi import parse_showpids
+
+            procs = parse_showpids(so)
+            text = so
+    if procs is None:
+        exe = _find("amd-smi", root, prefixes)
+        if exe:
+            out.stage("amd-smi process")
+            rc, so, se, prob = run_tool([exe, "process", "--json"], timeout=8)
+            if not prob and rc == 0:
+                from ..parsers.amd_smi import parse_process_json
+
+                procs = parse_process_json(so)
+                text = so
+    if procs is None:
+        return
+    facts = process_facts(procs, own)
+    if len(gpus) == 1 and gpus[0].get("total"):
+        facts["gpu.other_process_mem_fraction"] = round(facts["gpu.other_process_mem_bytes"] / gpus[0]["total"], 4)
+    out.facts(facts)
+    if procs:
+        out.log("gpu processes", text)
+    for tok in facts["gpu.processes"][:5]:
+        pid, name, mem = tok.split(":", 2)
+        out.evidence("gpu processes", f"process {pid} ({name}) holds {int(mem) / 2**30:.1f} GiB of GPU memory"
+                     if mem else f"process {pid} ({name}) has the GPU open")
 
 
 if __name__ == "__main__":
