@@ -224,10 +224,11 @@ class Matcher:
         facts = dict(facts or {})
         logs = [(n, clean_log(t)) for n, t in (logs or [])]
         hits = self.scan.scan(logs)
-        for k, v in oom_facts(logs, facts).items():
-            facts.setdefault(k, v)  # what an out-of-memory error says of itself, for conditions and evidence
+        from_logs = {k: v for k, v in oom_facts(logs, facts).items() if k not in facts}
+        facts.update(from_logs)  # what an out-of-memory error says of itself, for conditions and evidence
         res = rank(self.kb.entries, facts, hits, set(unknown_facts), fact_sources or {})
         _add_oom_quotes(res["diagnoses"], logs, facts, fact_sources or {})
+        res["facts_from_logs"] = from_logs  # callers add them to the report's facts
         return res
 
 

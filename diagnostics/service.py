@@ -127,7 +127,7 @@ def diagnose_text(logs: Iterable[tuple[str, str]] = (), dumps: Iterable[tuple[st
     merge_symptoms(result, "\n".join(t for _, t in logs), kb)
     if description and description.strip():
         merge_symptoms(result, description, kb, prose_only=False)
-    result["facts"] = all_facts
+    result["facts"] = {**all_facts, **result.pop("facts_from_logs", {})}
     result["parsed"] = parsed
     result["notes"] = [f"ignored fact: {p}" for p in problems]
     result["kb_version"] = kb.version
@@ -172,6 +172,7 @@ def rediagnose(report: dict[str, Any], kb_dir: str | None = None) -> dict[str, A
     facts.update(derive(facts))
     out["facts"] = facts
     res = matcher.match(facts, logs, unknown_facts=unknown, fact_sources=fact_sources(out.get("probes") or []))
+    facts.update(res.get("facts_from_logs") or {})  # oom.* from the error texts
     out["diagnoses"] = res["diagnoses"]
     out["not_ruled_out"] = res["not_ruled_out"]
     out["kb_version"] = kb.version
@@ -315,6 +316,7 @@ def _diagnose_report(report: dict[str, Any], kb_dir: str | None = None) -> dict[
         logs.append(("generation", str(gen["log"])))
     res = matcher.match(report["facts"], logs, unknown_facts=unknown_from_probes(probes),
                         fact_sources=fact_sources(probes))
+    report["facts"].update(res.get("facts_from_logs") or {})  # oom.* from the error texts
     report["diagnoses"] = res["diagnoses"]
     report["not_ruled_out"] = res["not_ruled_out"]
     report["kb_version"] = kb.version

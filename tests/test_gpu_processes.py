@@ -390,3 +390,12 @@ def test_kbtrans_writes_translated_variants(tmp_path):
     assert translation_status(e, "zh") is None
     assert e.variant_text("nvidia", "zh") == {"title": "英伟达标题", "symptoms": "症状", "cause": "原因", "fix": "英伟达修复"}
     assert e.variant_text("amd", "zh")["title"] == "标题"
+
+
+def test_pasted_oom_facts_reach_the_report():
+    from diagnostics.service import diagnose_text
+
+    res = diagnose_text(logs=[("train.log", KEYS_VALUES)])
+    assert res["facts"]["oom.requested_bytes"] == 572 << 20 and res["facts"]["oom.fits_without_others"] is True
+    assert "facts_from_logs" not in res
+    assert [d["id"] for d in res["diagnoses"]][:2] == ["gpu-shared-with-other-process", "hip-out-of-memory"]
