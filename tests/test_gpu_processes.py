@@ -168,6 +168,7 @@ def test_nvidia_probe_records_other_processes_and_load(fake_smi, monkeypatch):
     assert f["gpu.other_process_mem_fraction"] == round(130048 / 143771, 4)
     assert out.statuses[-1][0] == "ok" and "1 other process" in out.statuses[-1][1]
     assert any("4242 (python3) holds 127.0 GiB" in e["excerpt"] for e in out.evidences)
+    assert any(e["excerpt"] == "GPU 0: 100% busy, 127.4 of 140.4 GiB in use (before the test generation)" for e in out.evidences)
     # and the KB names it from these facts alone (no generation)
     res = Matcher(load_kb()).match(f, [])
     ids = [d["id"] for d in res["diagnoses"]]

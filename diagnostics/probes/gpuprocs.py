@@ -85,3 +85,11 @@ def other_fraction(procs: list, gpus: list[dict[str, Any]], own: Callable[[int],
     if not per_gpu:
         return 0.0
     return round(max(v / totals[k] for k, v in per_gpu.items()), 4)
+
+
+def load_line(g: dict[str, Any]) -> str:
+    """One evidence line per GPU: its busy % and memory in use before the test generation."""
+    busy = "busy unknown" if g.get("busy") is None else f"{g['busy']:.0f}% busy"
+    mem = (f"{g['used'] / 2**30:.1f} of {g['total'] / 2**30:.1f} GiB in use" if g.get("used") is not None and g.get("total")
+           else "memory in use unknown")
+    return f"GPU {g.get('index')}: {busy}, {mem} (before the test generation)"

@@ -48,7 +48,7 @@ def _others(exe: str, out: Emitter) -> str:
     """Processes and load; returns a short summary for the probe board ('' when nothing to say)."""
     from ..parsers import nvidia_smi
     from ..parsers.base import process_facts
-    from .gpuprocs import load_facts, other_fraction, own_pids_checker
+    from .gpuprocs import load_facts, load_line, other_fraction, own_pids_checker
 
     own = own_pids_checker()
     out.stage("nvidia-smi --query-gpu")
@@ -68,6 +68,8 @@ def _others(exe: str, out: Emitter) -> str:
             time.sleep(0.4)
     load = load_facts(gpus, samples)
     out.facts(load)
+    for g in gpus[:16]:
+        out.evidence("nvidia-smi", load_line(g))
     out.stage("nvidia-smi --query-compute-apps")
     rc, so, se, prob = run_tool([exe, QUERY_APPS, CSV], timeout=8)
     if prob or rc != 0:

@@ -193,7 +193,7 @@ def _others(root: str, prefixes: list[str], out: Emitter) -> None:
     import time
 
     from ..parsers.base import process_facts
-    from .gpuprocs import load_facts, own_pids_checker
+    from .gpuprocs import load_facts, load_line, own_pids_checker
 
     gpus = _sysfs_load(root)
     if not gpus and not os.path.exists(rpath(root, "/dev/kfd")):
@@ -205,6 +205,8 @@ def _others(root: str, prefixes: list[str], out: Emitter) -> None:
         time.sleep(0.4)
         samples.append(_sysfs_load(root))
     out.facts(load_facts(gpus, samples))
+    for g in gpus[:16]:
+        out.evidence("sysfs", load_line(g).replace("GPU ", "card", 1))
     own = own_pids_checker()
     procs = None
     exe = _find("rocm-smi", root, prefixes)
