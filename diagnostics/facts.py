@@ -28,6 +28,8 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "host.swap_total_bytes": ("int", "total swap"),
     "host.cpu_count": ("int", "logical CPUs"),
     "host.cpu_model": ("str", "CPU model name"),
+    "host.shm_total_bytes": ("int", "size of the /dev/shm tmpfs (Docker's default is 64 MB)"),
+    "host.disk_free_bytes": ("int", "free space (for an unprivileged user) on the filesystem of the home directory, where pip, Hugging Face and model caches live"),
     "host.arch": ("str", "machine architecture as platform.machine() reports it, e.g. 'x86_64', 'aarch64'"),
     # --- user, groups, containers --------------------------------------------------------------
     "user.uid": ("int", "uid of the running process"),
@@ -47,6 +49,7 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "driver.amdgpu_dkms_status": ("str", "what `dkms status` says of amdgpu for the running kernel: installed, built, added or broken (absent: no amdgpu DKMS package)"),
     "driver.amdgpu_missing_firmware": ("list[str]", "amdgpu firmware files the kernel log says failed to load, e.g. 'amdgpu/gc_11_0_0_mes.bin'"),
     "driver.nvidia_loaded": ("bool", "the nvidia kernel driver is loaded"),
+    "driver.nvidia_module_available": ("bool", "an nvidia kernel module exists for the running kernel (modules.dep lists it); absent when no NVIDIA GPU is on the bus"),
     "kfd.present": ("bool", "/dev/kfd exists"),
     "kfd.permission_denied": ("bool", "opening /dev/kfd read-write failed with EACCES/EPERM"),
     "kfd.open_error": ("str", "errno name when opening /dev/kfd failed, e.g. 'EACCES', 'ENOENT'"),

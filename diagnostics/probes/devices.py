@@ -104,6 +104,26 @@ def dkms_status(out: Emitter) -> None:
             out.evidence("dkms", "dkms status: " + " | ".join(ln for ln in (so + se).splitlines() if "amdgpu" in ln)[:500])
 
 
+def nvidia_module_available(root: str, loaded: bool) -> bool | None:
+    """Whether an nvidia kernel module exists for the running kernel (None: unknown or no NVIDIA GPU).
+
+    depmod lists every installed module in /lib/modules/<release>/modules.dep, DKMS and .run installs
+    included; a kernel updated without a DKMS build has none there.
+    """
+    if loaded:
+        return True
+    if not any(v == "nvidia" for v, _, _ in (pci_gpus(root) if os.path.isdir(rpath(root, "/sys/bus/pci/devices")) else [])):
+        return None
+    release = (read_file(root, "/proc/sys/kernel/osrelease") or "").strip()
+    if not release:
+        return None
+    dep = read_file(root, f"/lib/modules/{release}/modules.dep", limit=16 << 20)
+    if dep is None:
+        return None
+    return any(line.split(":", 1)[0].rsplit("/", 1)[-1].startswith(("nvidia.ko", "nvidia-current.ko"))
+               for line in dep.splitlines())
+
+
 def collect(root: str, out: Emitter) -> None:
     # --- PCI inventory: which GPUs exist at all, whatever software is installed
     if os.path.isdir(rpath(root, "/sys/bus/pci/devices")):
@@ -117,7 +137,13 @@ def collect(root: str, out: Emitter) -> None:
     ver = read_file(root, "/sys/module/amdgpu/version")
     if ver and ver.strip():
         out.fact("driver.amdgpu_version", ver.strip())
-    out.fact("driver.nvidia_loaded", os.path.isdir(rpath(root, "/sys/module/nvidia")))
+    nvidia_loaded = os.path.isdir(rpath(root, "/sys/module/nvidia"))
+    out.fact("driver.nvidia_loaded", nvidia_loaded)
+    avail = nvidia_module_available(root, nvidia_loaded)
+    if avail is not None:
+        out.fact("driver.nvidia_module_available", avail)
+        if not avail:
+            out.evidence("modules", "no nvidia kernel module is listed in modules.dep for the running kernel")
     cmdline = read_file(root, "/proc/cmdline")
     if cmdline is not None:
         cl = cmdline.strip()
