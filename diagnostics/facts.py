@@ -29,7 +29,6 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "host.cpu_count": ("int", "logical CPUs"),
     "host.cpu_model": ("str", "CPU model name"),
     "host.shm_total_bytes": ("int", "size of the /dev/shm tmpfs (Docker's default is 64 MB)"),
-    "host.disk_free_bytes": ("int", "free space (for an unprivileged user) on the filesystem of the home directory, where pip, Hugging Face and model caches live"),
     "host.arch": ("str", "machine architecture as platform.machine() reports it, e.g. 'x86_64', 'aarch64'"),
     # --- user, groups, containers --------------------------------------------------------------
     "user.uid": ("int", "uid of the running process"),

@@ -98,3 +98,39 @@ def test_dkms_status_parsing():
 def test_native_targets_from_sysfs():
     o = run(gpus, "mi250x-cpu-node-old-kernel")
     assert o.data["gpu.native_gfx_targets"] == ["gfx90a"]
+
+
+def _nvidia_tree(root, modules_dep):
+    dev = root / "sys/bus/pci/devices/0000:01:00.0"
+    dev.mkdir(parents=True)
+    (dev / "class").write_text("0x030000\n")
+    (dev / "vendor").write_text("0x10de\n")
+    (dev / "device").write_text("0x2684\n")
+    (root / "proc/sys/kernel").mkdir(parents=True)
+    (root / "proc/sys/kernel/osrelease").write_text("6.8.0-87-generic\n")
+    mods = root / "lib/modules/6.8.0-87-generic"
+    mods.mkdir(parents=True)
+    (mods / "modules.dep").write_text(modules_dep)
+
+
+def test_nvidia_module_missing_for_the_running_kernel(tmp_path):
+    # after a kernel update without a DKMS build: the new kernel's modules.dep has no nvidia.ko
+    _nvidia_tree(tmp_path, "kernel/drivers/gpu/drm/nouveau/nouveau.ko.zst: kernel/drivers/gpu/drm/drm_kms_helper.ko.zst\n")
+    o = MemoryEmitter()
+    devices.collect(str(tmp_path), o)
+    assert o.data["pci.nvidia_gpu_count"] == 1
+    assert o.data["driver.nvidia_loaded"] is False
+    assert o.data["driver.nvidia_module_available"] is False
+
+
+def test_nvidia_module_built_by_dkms(tmp_path):
+    _nvidia_tree(tmp_path, "updates/dkms/nvidia.ko.zst:\nupdates/dkms/nvidia-uvm.ko.zst: updates/dkms/nvidia.ko.zst\n")
+    o = MemoryEmitter()
+    devices.collect(str(tmp_path), o)
+    assert o.data["driver.nvidia_module_available"] is True
+
+
+def test_no_nvidia_gpu_no_module_fact(tmp_path):
+    o = MemoryEmitter()
+    devices.collect(str(tmp_path), o)
+    assert "driver.nvidia_module_available" not in o.data

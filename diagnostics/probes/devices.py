@@ -104,7 +104,7 @@ def dkms_status(out: Emitter) -> None:
             out.evidence("dkms", "dkms status: " + " | ".join(ln for ln in (so + se).splitlines() if "amdgpu" in ln)[:500])
 
 
-def nvidia_module_available(root: str, loaded: bool) -> bool | None:
+def nvidia_module_available(root: str, loaded: bool, nvidia_gpu: bool) -> bool | None:
     """Whether an nvidia kernel module exists for the running kernel (None: unknown or no NVIDIA GPU).
 
     depmod lists every installed module in /lib/modules/<release>/modules.dep, DKMS and .run installs
@@ -112,7 +112,7 @@ def nvidia_module_available(root: str, loaded: bool) -> bool | None:
     """
     if loaded:
         return True
-    if not any(v == "nvidia" for v, _, _ in (pci_gpus(root) if os.path.isdir(rpath(root, "/sys/bus/pci/devices")) else [])):
+    if not nvidia_gpu:
         return None
     release = (read_file(root, "/proc/sys/kernel/osrelease") or "").strip()
     if not release:
@@ -126,6 +126,7 @@ def nvidia_module_available(root: str, loaded: bool) -> bool | None:
 
 def collect(root: str, out: Emitter) -> None:
     # --- PCI inventory: which GPUs exist at all, whatever software is installed
+    gpus: list[tuple[str, str, str]] = []
     if os.path.isdir(rpath(root, "/sys/bus/pci/devices")):
         gpus = pci_gpus(root)
         out.fact("pci.amd_gpu_count", sum(1 for v, _, _ in gpus if v == "amd"))
@@ -139,7 +140,7 @@ def collect(root: str, out: Emitter) -> None:
         out.fact("driver.amdgpu_version", ver.strip())
     nvidia_loaded = os.path.isdir(rpath(root, "/sys/module/nvidia"))
     out.fact("driver.nvidia_loaded", nvidia_loaded)
-    avail = nvidia_module_available(root, nvidia_loaded)
+    avail = nvidia_module_available(root, nvidia_loaded, any(v == "nvidia" for v, _, _ in gpus))
     if avail is not None:
         out.fact("driver.nvidia_module_available", avail)
         if not avail:

@@ -101,12 +101,11 @@ def collect(root: str, out: Emitter) -> None:
         out.fact("host.cpu_model", m.group(1).strip())
     if live:
         out.fact("host.arch", platform.machine())
-        for fact, path in (("host.shm_total_bytes", "/dev/shm"), ("host.disk_free_bytes", os.path.expanduser("~"))):
-            try:
-                st = os.statvfs(path)
-            except OSError:
-                continue
-            out.fact(fact, st.f_blocks * st.f_frsize if fact == "host.shm_total_bytes" else st.f_bavail * st.f_frsize)
+        try:  # DataLoader workers, NCCL/RCCL and vLLM pass data through this tmpfs (64 MB in a default container)
+            st = os.statvfs("/dev/shm")
+            out.fact("host.shm_total_bytes", st.f_blocks * st.f_frsize)
+        except OSError:
+            pass
     if os.path.isdir(rpath(root, "/sys/class/iommu")):
         out.fact("os.iommu_enabled", bool(os.listdir(rpath(root, "/sys/class/iommu"))))
     kind = container_kind(root)
