@@ -159,6 +159,8 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "pkg.vllm_build": ("str", "vllm build flavour from its version: 'rocm', 'cuda' or 'cpu'"),
     "ollama.version": ("str", "installed ollama version ('ollama --version'), absent when ollama is not installed"),
     "pkg.triton": ("str", "installed triton (or pytorch-triton-rocm) version"),
+    "pkg.onnxruntime": ("str", "installed version of the CPU-only onnxruntime distribution"),
+    "pkg.onnxruntime_gpu": ("str", "installed version of the onnxruntime-gpu distribution (CUDA execution provider)"),
     "pkg.torchvision": ("str", "installed torchvision version, e.g. '0.20.1+rocm6.2'"),
     "pkg.nvidia_wheels": ("list[str]", "installed nvidia-* CUDA runtime wheels"),
     "pkg.torch_duplicates": ("list[str]", "more than one torch distribution visible (e.g. torch and torch-rocm)"),

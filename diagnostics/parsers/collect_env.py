@@ -86,6 +86,9 @@ _PKG_FACTS = {
     "pytorch-triton-rocm": "pkg.triton",
     "pytorch-triton": "pkg.triton",
     "triton-rocm": "pkg.triton",
+    "onnxruntime": "pkg.onnxruntime",
+    "onnxruntime-gpu": "pkg.onnxruntime_gpu",
+    "onnxruntime_gpu": "pkg.onnxruntime_gpu",
 }
 _TORCH_DISTS = {"torch", "torch-rocm", "pytorch-rocm", "torch-cuda", "torch-cpu"}
 

@@ -20,6 +20,9 @@ NEIGHBOURS = {
     "triton": "pkg.triton",
     "pytorch-triton-rocm": "pkg.triton",
     "torchvision": "pkg.torchvision",
+    "onnxruntime": "pkg.onnxruntime",
+    "onnxruntime-gpu": "pkg.onnxruntime_gpu",
+    "onnxruntime_gpu": "pkg.onnxruntime_gpu",
 }
 TORCH_DISTS = ("torch", "torch-rocm", "torch-cuda", "torch-cpu", "pytorch")
 
