@@ -759,7 +759,9 @@ def _check_placeholders(ctx: _Ctx, node: yaml.Node, source: str) -> None:
         if node.style in ("|", ">"):
             line = node.start_mark.line + 2 + before.count("\n")  # block text starts below its indicator
             raw = source.split("\n")[line - 1] if line - 1 < len(source.split("\n")) else ""
-            col = len(raw) - len(raw.lstrip(" ")) + in_line + 1
+            own = text[before.rfind("\n") + 1:]  # this line of the block text, with its own leading spaces
+            block_indent = (len(raw) - len(raw.lstrip(" "))) - (len(own) - len(own.lstrip(" ")))
+            col = block_indent + in_line + 1
         else:
             line = node.start_mark.line + 1 + before.count("\n")
             col = node.start_mark.column + 1 + in_line + (1 if node.style in ("'", '"') else 0)
