@@ -551,14 +551,21 @@ def _tv(v: str) -> tuple[int, ...]:
     return parse_version(v) or (0,)
 
 
+# torch releases before 2.6 execute code from a crafted checkpoint even with torch.load(weights_only=True)
+# (CVE-2025-32434, fixed in 2.6.0): never computed as the install to make, whatever the GPU or driver allows
+MIN_SAFE_TORCH = (2, 6)
+
+
 def recommend_install(facts: dict[str, Any], matrix: Matrix | None = None) -> Install | None:
     """The newest official wheel whose measured arch list carries every visible GPU (natively when possible, else
-    through the GPU's override), within what the NVIDIA driver supports.  None when that cannot be established."""
+    through the GPU's override), within what the NVIDIA driver supports, and never a torch older than
+    MIN_SAFE_TORCH.  None when that cannot be established (the fix text then says what to look for)."""
     m = matrix or get_matrix()
     amd, _ = amd_targets(facts, m)
     nv = [] if amd else nvidia_targets(facts, m)
+    safe = [w for w in m.wheels if w.archs and _tv(w.torch)[:2] >= MIN_SAFE_TORCH]
     if amd:
-        cands = [w for w in m.wheels if w.stack == "rocm" and w.archs]
+        cands = [w for w in safe if w.stack == "rocm"]
         native = [w for w in cands if all(t in w.archs for t in amd)]  # type: ignore[operator]
         if native:
             w = max(native, key=lambda w: (_tv(w.torch), _tv(w.stack_version)))
@@ -573,7 +580,7 @@ def recommend_install(facts: dict[str, Any], matrix: Matrix | None = None) -> In
                 return Install(w, ov, amd, g or "")
         return None
     if nv:
-        cands = [w for w in m.wheels if w.stack == "cuda" and w.archs and all(arch_runs(c, w.archs) for c in nv)
+        cands = [w for w in safe if w.stack == "cuda" and all(arch_runs(c, w.archs) for c in nv)
                  and _driver_ok(w, facts, m)]
         if cands:
             w = max(cands, key=lambda w: (_tv(w.torch), _tv(w.stack_version)))

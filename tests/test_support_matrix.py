@@ -29,10 +29,12 @@ def test_shipped_matrix_lints_clean_and_covers_the_targets():
         assert c in M.nvidia, c
 
 
-# every target some wheel carries: the computed command must point to a folder whose listed wheel carries it
-CARRIED_AMD = sorted({a for w in M.wheels if w.stack == "rocm" and w.archs for a in w.archs})
-CARRIED_NV = sorted({a for w in M.wheels if w.stack == "cuda" and w.archs for a in w.archs if a in M.nvidia}
-                    | {c for c in M.nvidia if any(w.archs and support.arch_runs(c, w.archs) for w in M.wheels)})
+# every target some safe wheel (torch >= 2.6) carries: the computed command must point to a folder whose listed
+# wheel carries it
+SAFE = [w for w in M.wheels if tuple(int(x) for x in w.torch.split(".")[:2]) >= support.MIN_SAFE_TORCH]
+CARRIED_AMD = sorted({a for w in SAFE if w.stack == "rocm" and w.archs for a in w.archs})
+CARRIED_NV = sorted({a for w in SAFE if w.stack == "cuda" and w.archs for a in w.archs if a in M.nvidia}
+                    | {c for c in M.nvidia if any(w.archs and support.arch_runs(c, w.archs) for w in SAFE)})
 
 
 @pytest.mark.parametrize("target", CARRIED_AMD + CARRIED_NV)
@@ -264,3 +266,25 @@ def test_kb_matrix_command(capsys):
     assert rows[0]["override"] == "10.3.0" and rows[0]["install_needs_override"] == "10.3.0"
     assert "rocm6.2/torch-2.5.1" not in rows[1]["wheels"] and "rocm7.2/torch-2.11.0" in rows[1]["wheels"]
     assert main(["kb", "matrix", "Voodoo 5"]) == 2
+
+
+def test_computed_install_never_goes_below_the_safe_torch():
+    """An old NVIDIA driver or an old GPU may only allow wheels before torch 2.6 (whose torch.load runs code from a
+    crafted file even with weights_only=True): no install is computed then, rather than a vulnerable one."""
+    from diagnostics.support import MIN_SAFE_TORCH, get_matrix, recommend_install
+
+    m = get_matrix()
+    seen_none = 0
+    for cap in sorted(m.nvidia):
+        for drv, cuda in (("450.80.02", "11.0"), ("470.82.01", "11.4"), ("525.60.13", "12.0"), ("580.95.05", "13.0")):
+            ins = recommend_install({"nvidia.compute_caps": [cap], "torch.build": "cuda",
+                                     "nvidia.driver_version": drv, "nvidia.cuda_version": cuda}, m)
+            if ins is None:
+                seen_none += 1
+                continue
+            assert tuple(int(x) for x in ins.wheel.torch.split(".")[:2]) >= MIN_SAFE_TORCH, (cap, drv, ins.command())
+    for gfx in sorted(m.amd):
+        ins = recommend_install({"gpu.gfx_targets": [gfx], "torch.build": "rocm"}, m)
+        if ins is not None:
+            assert tuple(int(x) for x in ins.wheel.torch.split(".")[:2]) >= MIN_SAFE_TORCH, (gfx, ins.command())
+    assert seen_none > 0  # an 11.0 driver allows no safe wheel: nothing is computed
