@@ -19,9 +19,10 @@ def _print_json(obj: Any) -> None:
 
 
 def _problems(diagnoses: list[dict[str, Any]]) -> bool:
-    from .verdicts import is_problem
+    """A confirmed problem among *diagnoses* (diagnostics.verdicts.counts)."""
+    from .verdicts import counts
 
-    return any(is_problem(d) for d in diagnoses)
+    return any(counts(d) for d in diagnoses)
 
 
 def _lang(args: argparse.Namespace) -> str:
@@ -104,7 +105,20 @@ def cmd_kb_test(args: argparse.Namespace) -> int:
                 print(f"ok   {r['id']} / {r['case']}")
     entries = len({r["id"] for r in rows})
     print(f"{len(rows) - len(failed)} passed, {len(failed)} failed ({entries} entries)")
-    return 1 if failed or kb.errors else 0
+    # the scenario suite (tests/scenarios): whole reports through the whole diagnosis, with the KB under test
+    from . import scenarios
+
+    srows = scenarios.run_all(only=args.run, kb_dir=args.kb) if not kb.errors else []
+    sfailed = [r for r in srows if not r["ok"]]
+    for r in sfailed:
+        print(f"FAIL {r['path']}: scenario {r['slug']}: " + "; ".join(r["errors"]))
+    if args.verbose:
+        for r in srows:
+            if r["ok"]:
+                print(f"ok   scenario {r['slug']}")
+    if srows:
+        print(f"{len(srows) - len(sfailed)} passed, {len(sfailed)} failed ({len(srows)} scenarios)")
+    return 1 if failed or sfailed or kb.errors else 0
 
 
 def cmd_kb_list(args: argparse.Namespace) -> int:
@@ -238,6 +252,9 @@ def cmd_match(args: argparse.Namespace) -> int:
             raise ToolError("nothing to match: give --log FILE, --dump FILE or --facts FILE (or pipe a log on stdin)")
     res = diagnose_text(logs=logs, dumps=dumps, facts=facts, description=args.describe)
     res["notes"] = notes1 + notes2 + res["notes"]
+    from .verdicts import exit_status
+
+    status = exit_status(res)
     lang = _lang(args)
     if lang != "en":
         from .i18n import localize_diagnoses
@@ -245,12 +262,13 @@ def cmd_match(args: argparse.Namespace) -> int:
 
         res["diagnoses"] = localize_diagnoses(res["diagnoses"], get_kb()[0], lang)
     if args.json:
-        _print_json(res)
+        # the input is the user's own: not echoed back
+        _print_json({k: v for k, v in res.items() if k not in ("logs", "dumps", "description")})
     else:
         from .report import render_match
 
         print(render_match(res, lang))
-    return EXIT_PROBLEMS if _problems(res["diagnoses"]) else EXIT_OK
+    return status
 
 
 # ---------------------------------------------------------------------------------------------- main

@@ -234,7 +234,7 @@ def register_cli(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("-q", "--query", default="", help="words that must all occur (host, GPU, gfx, finding, version)")
     p.add_argument("--host")
     p.add_argument("--gpu", help="part of a GPU name")
-    p.add_argument("--verdict", choices=["healthy", "problems", "incomplete"])
+    p.add_argument("--verdict", choices=["healthy", "problems", "unexplained", "incomplete"])
     p.add_argument("--status", choices=STATUSES)
     p.add_argument("--since", help="ISO date or time (UTC)")
     p.add_argument("--until", help="ISO date or time (UTC); a date includes that whole day")

@@ -1,6 +1,7 @@
 """Facts that combine what several probes found (computed in the parent after all probes ended)."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -56,18 +57,8 @@ def derive(facts: dict[str, Any]) -> dict[str, Any]:
                 missing = sorted({c for c in caps if not _cuda_supported(c, arch_list)})
                 new["torch.arch_supported"] = not missing
                 new["torch.unsupported_archs"] = missing
-    count = facts.get("gpu.count")
-    masks = facts.get("visible_devices.masks") or []
-    if "visible_devices.hides_all" not in facts and masks and isinstance(count, int) and count > 0:
-        # an index list that names only devices beyond the ones present hides everything too
-        hides = False
-        for m in masks:
-            val = m.split("=", 1)[1] if "=" in m else ""
-            idx = [x.strip() for x in val.split(",") if x.strip()]
-            if idx and all(x.isdigit() and int(x) >= count for x in idx):
-                hides = True
-        new["visible_devices.hides_all"] = hides
-    if "gpu.vendors" not in facts:
+    vendors = facts.get("gpu.vendors")
+    if not isinstance(vendors, list):
         vendors = []
         if (facts.get("pci.amd_gpu_count") or 0) > 0:
             vendors.append("amd")
@@ -75,7 +66,235 @@ def derive(facts: dict[str, Any]) -> dict[str, Any]:
             vendors.append("nvidia")
         if vendors:
             new["gpu.vendors"] = vendors
+    if "gpu.count" not in facts and no_gpu_on_bus(facts):
+        new["gpu.count"] = 0   # CONTRACT: gpu.count is reported wherever known, 0 on a machine with no GPU
     from .support import derive_support  # the GPU support matrix (kb/support/gpu-matrix.yaml)
 
     new.update({k: v for k, v in derive_support({**facts, **new}).items() if k not in new})
-    return {k: v for k, v in new.items() if k not in facts}
+    out = {k: v for k, v in new.items() if k not in facts}
+    # the masks' facts have one owner, this rule: a value stored by an older version (or another probe) is replaced
+    out.update(visible_devices({**facts, **out}))
+    return out
+
+
+# facts derive() computes, and the facts each is computed from: when a probe that owes one of the inputs crashed
+# and the derived fact could not be computed, the derived fact is unknown too (service.unknown_from_probes)
+DERIVED: dict[str, tuple[str, ...]] = {
+    "torch.arch_supported": ("torch.arch_list", "torch.build", "gpu.gfx_targets", "torch.gcn_arch_names"),
+    "torch.unsupported_archs": ("torch.arch_list", "torch.build", "gpu.gfx_targets", "torch.gcn_arch_names"),
+    "hsa_override.needed": ("torch.arch_list", "torch.build", "gpu.gfx_targets", "torch.gcn_arch_names"),
+    "gpu.vendors": ("pci.amd_gpu_count", "pci.nvidia_gpu_count"),
+    "gpu.count": ("pci.gpu_count", "container.kind"),
+    "visible_devices.hides_all": ("visible_devices.masks", "gpu.count", "gpu.uuids", "pci.amd_gpu_count",
+                                  "pci.nvidia_gpu_count", "torch.build"),
+    "visible_devices.problems": ("visible_devices.masks", "gpu.count", "gpu.uuids", "pci.amd_gpu_count",
+                                 "pci.nvidia_gpu_count", "torch.build"),
+    "visible_devices.visible_count": ("visible_devices.masks", "gpu.count", "gpu.uuids", "pci.amd_gpu_count",
+                                      "pci.nvidia_gpu_count", "torch.build"),
+}
+
+
+def derivable(name: str, facts: dict[str, Any]) -> bool:
+    """Whether *name* would be derived at all from *facts* were its other inputs known: the mask facts exist only
+    when a mask is set (visible_devices.masks known and empty: nothing to judge, nothing unknown)."""
+    if name.startswith("visible_devices."):
+        return "visible_devices.masks" not in facts or bool(_masks(facts))
+    return True
+
+
+def no_gpu_on_bus(facts: dict[str, Any]) -> bool:
+    """The PCI bus was read and holds no AMD or NVIDIA GPU, and nothing else shows one (WSL passes GPUs
+    through /dev/dxg, not the PCI bus)."""
+    n = facts.get("pci.gpu_count")
+    if n is None and isinstance(facts.get("pci.amd_gpu_count"), int) and isinstance(facts.get("pci.nvidia_gpu_count"), int):
+        n = facts["pci.amd_gpu_count"] + facts["pci.nvidia_gpu_count"]
+    if n != 0 or facts.get("container.kind") == "wsl":
+        return False
+    for k in ("torch.device_count", "hip.device_count"):
+        if isinstance(facts.get(k), int) and facts[k] > 0:
+            return False
+    # a GPU driver bound to something, or a KFD device node, says otherwise
+    return not any(facts.get(k) is True for k in ("kfd.present", "driver.amdgpu_loaded", "driver.nvidia_loaded"))
+
+
+# ------------------------------------------------------------------------------------- visible-device masks
+#
+# What the runtimes do with a mask (the CUDA runtime's documented behaviour, which HIP copies; PyTorch models it
+# the same way in torch/cuda/__init__.py `_parse_visible_devices` / `_device_count_nvml`):
+# * a comma-separated list of indices or UUIDs ("GPU-..."; NVIDIA also accepts a unique UUID prefix and "MIG-");
+# * the list ends at the first entry that is not a valid device (a negative number such as -1, an index beyond the
+#   devices present, a UUID of no device): only the entries before it are visible; "-1" or "" hides every GPU;
+# * a device named twice makes the whole list empty;
+# * ROCR_VISIBLE_DEVICES is applied first (by the ROCr runtime, on every AMD GPU); HIP_VISIBLE_DEVICES (or
+#   CUDA_VISIBLE_DEVICES, which HIP reads when HIP_VISIBLE_DEVICES is unset; or GPU_DEVICE_ORDINAL) then index
+#   into what is left, renumbered from 0 (ROCm "GPU isolation techniques"; torch's ROCR+HIP handling);
+# * on NVIDIA only CUDA_VISIBLE_DEVICES counts.
+
+MASK_NAMES = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
+_PCI = re.compile(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+
+
+def _masks(facts: dict[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for m in facts.get("visible_devices.masks") or []:
+        if isinstance(m, str) and "=" in m:
+            k, v = m.split("=", 1)
+            if k in MASK_NAMES:
+                out[k] = v
+    for k in MASK_NAMES:  # pasted facts may carry only env.NAME
+        v = facts.get(f"env.{k}")
+        if isinstance(v, str) and k not in out:
+            out[k] = v
+    return out
+
+
+def _devices(facts: dict[str, Any], vendor: str) -> tuple[int | None, list[str]]:
+    """How many GPUs of *vendor* exist before any mask, and their UUIDs (in enumeration order) when known."""
+    vendors = facts.get("gpu.vendors") or []
+    if not vendors:  # a pasted rocminfo names gfx targets, a pasted nvidia-smi the NVIDIA driver
+        if any(str(t).startswith("gfx") for t in facts.get("gpu.gfx_targets") or []):
+            vendors = ["amd"]
+        elif facts.get("nvidia.driver_version") or facts.get("nvidia.compute_caps"):
+            vendors = ["nvidia"]
+    count = facts.get("gpu.count")
+    uuids = [u for u in facts.get("gpu.uuids") or [] if isinstance(u, str)]
+    if isinstance(count, int) and vendors == [vendor]:
+        return count, uuids
+    pci = facts.get(f"pci.{vendor}_gpu_count")
+    if isinstance(pci, int):
+        return pci, uuids if vendors == [vendor] else []
+    if isinstance(count, int) and not vendors:
+        build = facts.get("torch.build")
+        if (vendor == "amd" and build == "rocm") or (vendor == "nvidia" and build == "cuda"):
+            return count, uuids
+    return None, []
+
+
+def _select(name: str, value: str, count: int | None, uuids: list[str], nvidia: bool,
+            problems: list[str], base: str = "") -> list[int] | None:
+    """Apply one mask to devices 0..count-1; returns the positions it selects (None: cannot tell).
+
+    Each reason for losing a device is appended to *problems* as 'NAME=value: reason'."""
+    label = f"{name}={value}"
+    v = value.strip()
+    if v == "":
+        problems.append(f"{label}: the variable is set but empty, which hides every GPU")
+        return []
+    items = [x.strip() for x in v.split(",")]
+    chosen: list[int] = []
+    unknown = False
+    for pos, item in enumerate(items):
+        rest = "" if pos == len(items) - 1 else f"; {', '.join(items[pos + 1:])} after it are ignored too"
+        if re.fullmatch(r"-\d+", item):
+            problems.append(f"{label}: {item} ends the list" + (", so no GPU is visible" if not chosen else
+                                                                f" (only the GPUs before it stay visible){rest}"))
+            break
+        if item == "":
+            problems.append(f"{label}: an empty entry ends the list" + (", so no GPU is visible" if not chosen else rest))
+            break
+        if item.isdigit():
+            idx = int(item)
+            if count is None:
+                unknown = True
+                chosen.append(idx)
+                continue
+            if idx >= count:
+                have = "no GPU" if count == 0 else (f"1 GPU (index 0{base})" if count == 1 else
+                                                   f"{count} GPUs (indices 0-{count - 1}{base})")
+                problems.append(f"{label}: index {idx} does not exist, there {'is' if count == 1 else 'are'} {have}"
+                                + ("" if chosen else ", so no GPU is visible") + rest)
+                break
+            if idx in chosen:
+                problems.append(f"{label}: GPU {idx} is named twice, which makes the whole list empty")
+                return []
+            chosen.append(idx)
+            continue
+        up = item.upper()
+        if up.startswith(("GPU-", "MIG-")):
+            if up.startswith("MIG-") and not nvidia:
+                problems.append(f"{label}: {item} is an NVIDIA MIG id, which AMD runtimes do not accept" + rest)
+                break
+            if up.startswith("MIG-") or not uuids:
+                unknown = True   # MIG ids and UUIDs cannot be checked without the device list
+                chosen.append(-1 - pos)
+                continue
+            hits = [i for i, u in enumerate(uuids) if u.upper() == up or (nvidia and u.upper().startswith(up))]
+            if len(hits) != 1:
+                why = "matches no GPU on this machine" if not hits else "is a prefix of more than one GPU's UUID"
+                problems.append(f"{label}: {item} {why} (GPUs: {', '.join(uuids)})" + ("" if chosen else
+                                                                                   ", so no GPU is visible") + rest)
+                break
+            if hits[0] in chosen:
+                problems.append(f"{label}: GPU {item} is named twice, which makes the whole list empty")
+                return []
+            chosen.append(hits[0])
+            continue
+        if _PCI.match(item):
+            problems.append(f"{label}: {item} is a PCI address; {name} takes indices or GPU UUIDs, so the list ends "
+                            f"there" + (" and no GPU is visible" if not chosen else rest))
+            break
+        problems.append(f"{label}: {item!r} is neither an index nor a GPU UUID, so the list ends there"
+                        + (" and no GPU is visible" if not chosen else rest))
+        break
+    if unknown:
+        return None if chosen else []
+    return chosen
+
+
+def visible_devices(facts: dict[str, Any]) -> dict[str, Any]:
+    """The one rule for visible-device masks (live runs and pasted facts alike): problems per mask, whether the
+    masks hide every GPU, and how many stay visible.  Facts the masks cannot be judged on are left out."""
+    masks = _masks(facts)
+    if not masks:
+        return {}
+    build = facts.get("torch.build")
+    amd_n, amd_uuids = _devices(facts, "amd")
+    nv_n, nv_uuids = _devices(facts, "nvidia")
+    if build == "rocm":
+        stack = "amd"
+    elif build == "cuda":
+        stack = "nvidia"
+    elif amd_n and not nv_n:
+        stack = "amd"
+    elif nv_n and not amd_n:
+        stack = "nvidia"
+    elif any(k in masks for k in ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")):
+        stack = "amd"
+    else:
+        stack = "nvidia"
+    problems: list[str] = []
+    if stack == "nvidia":
+        count, uuids = nv_n, nv_uuids
+        if "CUDA_VISIBLE_DEVICES" in masks:
+            sel = _select("CUDA_VISIBLE_DEVICES", masks["CUDA_VISIBLE_DEVICES"], count, uuids, True, problems)
+            visible = None if sel is None else len(sel)
+        else:
+            visible = count
+    else:
+        count, uuids = amd_n, amd_uuids
+        visible: int | None = count
+        left_uuids = uuids
+        base = ""
+        if "ROCR_VISIBLE_DEVICES" in masks:
+            sel = _select("ROCR_VISIBLE_DEVICES", masks["ROCR_VISIBLE_DEVICES"], count, uuids, False, problems)
+            visible = None if sel is None else len(sel)
+            left_uuids = [uuids[i] for i in sel] if sel is not None and uuids and all(0 <= i < len(uuids) for i in sel) else []
+            base = f" after ROCR_VISIBLE_DEVICES={masks['ROCR_VISIBLE_DEVICES']} renumbered them from 0"
+        hip_level = [k for k in ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL") if k in masks]
+        if hip_level:
+            used = hip_level[0]
+            for other in hip_level[1:]:
+                problems.append(f"{other}={masks[other]}: ignored by HIP while {used}={masks[used]} is set; "
+                                "set only one of them")
+            if visible == 0 and "ROCR_VISIBLE_DEVICES" in masks:
+                pass  # nothing left for the HIP-level mask to select from: already said
+            else:
+                sel = _select(used, masks[used], visible, left_uuids, False, problems, base if "ROCR_VISIBLE_DEVICES" in masks else "")
+                visible = None if sel is None else len(sel)
+    out: dict[str, Any] = {"visible_devices.problems": problems}
+    if visible is not None:
+        out["visible_devices.visible_count"] = visible
+        out["visible_devices.hides_all"] = visible == 0 and count != 0
+    elif any("no GPU is visible" in p or "hides every GPU" in p or "whole list empty" in p for p in problems):
+        out["visible_devices.hides_all"] = True
+    return out

@@ -41,6 +41,7 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "user.missing_device_gids": ("list[int]", "gids owning /dev/kfd or /dev/dri/renderD* that the process lacks"),
     "container.kind": ("str", "docker, podman, lxc, kubernetes, singularity, wsl, ... (absent: not detected)"),
     "container.present": ("bool", "running inside a container or WSL"),
+    "system.virtualization": ("str", "the hypervisor this OS runs under: 'none' (bare metal), or e.g. 'kvm', 'qemu', 'vmware', 'hyper-v', 'xen', 'virtualbox', 'amazon', 'google', 'vm' (a hypervisor of unknown kind)"),
     # --- kernel driver and device nodes ----------------------------------------------------------
     "driver.amdgpu_loaded": ("bool", "the amdgpu kernel driver is loaded"),
     "driver.amdgpu_version": ("str", "amdgpu module version (DKMS builds carry one)"),
@@ -60,6 +61,8 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "pci.amd_gpu_count": ("int", "AMD display/compute devices on the PCI bus (vendor 0x1002)"),
     "pci.nvidia_gpu_count": ("int", "NVIDIA display/compute devices on the PCI bus (vendor 0x10de)"),
     "pci.amd_gpu_ids": ("list[str]", "PCI device ids of AMD GPUs, e.g. '0x744c'"),
+    "pci.gpu_count": ("int", "AMD and NVIDIA GPUs on the PCI bus (display 0x03 and accelerator 0x12 classes); inside a container the host's bus"),
+    "pci.gpu_slots": ("list[str]", "PCI addresses of those GPUs, e.g. '0000:65:00.0'"),
     # --- ROCm userspace ------------------------------------------------------------------------------
     "rocm.installed": ("bool", "a ROCm userspace install was found"),
     "rocm.version": ("str", "installed ROCm userspace version, e.g. '6.2.4'"),
@@ -89,6 +92,7 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "gpu.vram_free_bytes": ("int", "VRAM free on that GPU before the run"),
     "gpu.gtt_total_bytes": ("int", "GTT (system memory the GPU can map) of that GPU"),
     "gpu.vendors": ("list[str]", "vendors of the visible GPUs: 'amd', 'nvidia', 'intel'"),
+    "gpu.uuids": ("list[str]", "GPU UUIDs in enumeration order as the runtimes spell them: 'GPU-<16 hex>' (ROCm, from KFD unique_id / rocminfo Uuid) or 'GPU-xxxxxxxx-xxxx-...' (NVIDIA)"),
     "gpu.pcie_atomics": ("bool", "the PCIe path supports atomics (false when the kernel says it does not)"),
     # other processes on the GPUs, read by the probe run (nvidia-smi --query-compute-apps, rocm-smi --showpids /
     # amd-smi process, sysfs / nvidia-smi --query-gpu) before any test generation; the doctor's own processes excluded
@@ -138,6 +142,8 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "hsa_override.needed": ("bool", "some GPU's native target is missing from torch's arch list (an override could help)"),
     "visible_devices.hides_all": ("bool", "a HIP/ROCR/CUDA_VISIBLE_DEVICES mask selects no device"),
     "visible_devices.masks": ("list[str]", "the visible-device variables that are set, as NAME=value"),
+    "visible_devices.problems": ("list[str]", "what is wrong with each visible-device mask against the devices that exist ('NAME=value: reason'); [] when every mask is sound"),
+    "visible_devices.visible_count": ("int", "GPUs the compute stack will see after every mask is applied (only when the devices present are known)"),
     "env.set_names": ("list[str]", "names of the GPU-related environment variables that are set"),
     # --- derived from the GPU support matrix (kb/support/gpu-matrix.yaml, diagnostics/support.py) ----------------
     "torch.wheel_folder": ("str", "the download.pytorch.org/whl folder torch's local version names, e.g. 'rocm6.2', 'cu121', 'cpu'"),

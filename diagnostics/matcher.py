@@ -232,6 +232,44 @@ class Matcher:
         return res
 
 
+def _is_unknown(name: str, unknown_facts: set[str]) -> bool:
+    """*name* is among the facts a failed probe owed (an entry ending in '*' is a prefix, e.g. 'env.*')."""
+    return name in unknown_facts or any(u.endswith("*") and name.startswith(u[:-1]) for u in unknown_facts)
+
+
+def rank_key(d: dict[str, Any]) -> tuple:
+    """The order of diagnoses before causes are put above their consequences: real problems before benign
+    messages, confirmed before possible, then confidence, severity, id."""
+    return (bool(d.get("benign")), d.get("basis") == "possible", -float(d.get("confidence") or 0),
+            SEVERITY_RANK.get(d.get("severity"), 9), str(d.get("id")))
+
+
+def order(diagnoses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """*diagnoses* best first, a consequence never above any of its causes (``consequence_of``), ``rank`` renumbered.
+
+    Among the diagnoses whose causes are all placed already, the best by :func:`rank_key` comes next (a cycle
+    of supersedes, which ``kb lint`` should refuse, falls back to plain order)."""
+    todo = sorted(diagnoses, key=rank_key)
+    ids = {d.get("id") for d in todo}
+    placed: set[Any] = set()
+    out: list[dict[str, Any]] = []
+    while todo:
+        pick = next((d for d in todo if all(c in placed or c not in ids for c in d.get("consequence_of") or [])), todo[0])
+        todo.remove(pick)
+        placed.add(pick.get("id"))
+        out.append(pick)
+    for i, d in enumerate(out, 1):
+        d["rank"] = i
+    return out
+
+
+def root_causes(diagnoses: list[dict[str, Any]]) -> list[str]:
+    """Ids of the confirmed problems that are not a consequence of another one that fired, best first."""
+    from .verdicts import counts
+
+    return [d["id"] for d in diagnoses if counts(d) and not d.get("consequence_of")]
+
+
 def rank(entries: list[Entry], facts: dict[str, Any], hits: dict[str, list[Hit]], unknown_facts: set[str],
          sources: dict[str, str]) -> dict[str, Any]:
     fired: dict[str, dict[str, Any]] = {}
@@ -243,22 +281,21 @@ def rank(entries: list[Entry], facts: dict[str, Any], hits: dict[str, list[Hit]]
             kinds = {x.get("kind") for x in ev}
             conf = e.confidence + (0.05 if {"log", "fact"} <= kinds else 0.0)
             fired[e.id] = diagnosis_dict(e, min(conf, 0.99), ev, facts)
-        elif out.value == UNKNOWN and out.unknown & unknown_facts:
-            missing = sorted(out.unknown & unknown_facts)
-            not_ruled_out.append({"id": e.id, "title": e.title, "severity": e.severity,
-                                  "reason": "could not be checked: " + ", ".join(missing) + " unknown (a probe failed)"})
+        elif out.value == UNKNOWN:
+            missing = sorted(f for f in out.unknown if _is_unknown(f, unknown_facts))
+            if missing:
+                not_ruled_out.append({"id": e.id, "title": e.title, "severity": e.severity,
+                                      "reason": "could not be checked: " + ", ".join(missing) + " unknown (a probe failed)"})
     by_id = {e.id: e for e in entries}
     for eid, d in fired.items():
         for s in by_id[eid].supersedes:
-            if s in fired and s != eid:
+            if s in fired and s != eid and eid not in fired[s]["consequence_of"]:
                 fired[s]["consequence_of"].append(eid)
     for d in fired.values():
         if d["consequence_of"] and not d["benign"]:
             d["confidence"] = round(d["confidence"] * 0.5, 3)
-    ranked = sorted(fired.values(), key=lambda d: (d["benign"], -d["confidence"], SEVERITY_RANK[d["severity"]], d["id"]))
-    for i, d in enumerate(ranked, 1):
-        d["rank"] = i
-    return {"diagnoses": ranked, "not_ruled_out": not_ruled_out}
+    ranked = order(list(fired.values()))
+    return {"diagnoses": ranked, "not_ruled_out": not_ruled_out, "root_causes": root_causes(ranked)}
 
 
 def diagnosis_dict(e: Entry, confidence: float, evidence: list[dict[str, Any]],
@@ -271,7 +308,7 @@ def diagnosis_dict(e: Entry, confidence: float, evidence: list[dict[str, Any]],
         "id": e.id, "title": text["title"], "severity": "info" if e.benign else e.severity,
         "confidence": round(confidence, 3), "benign": e.benign, "evidence": evidence,
         "fix": text["fix"], "symptoms": text["symptoms"], "cause": text["cause"], "links": list(e.links),
-        "tags": list(e.tags), "consequence_of": [],
+        "tags": list(e.tags), "consequence_of": [], "basis": "confirmed",
     }
     if vendor:
         d["variant"] = vendor

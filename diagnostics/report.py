@@ -31,19 +31,28 @@ def _indent(text: str, n: int) -> str:
     return textwrap.indent(text.strip(), " " * n)
 
 
+def _confirmed(d: dict[str, Any]) -> bool:
+    from .verdicts import is_confirmed
+
+    return is_confirmed(d)
+
+
 def render_diagnoses(diagnoses: list[dict[str, Any]], not_ruled_out: list[dict[str, Any]] | None = None,
                      lang: str = "en") -> str:
+    """Causes with evidence and fix, best first; what follows from them (``consequence_of``) only named under
+    them (their fixes would repeat or contradict the cause's); guesses apart; benign messages last."""
     out: list[str] = []
-    real = [d for d in diagnoses if not d.get("benign")]
+    real = [d for d in diagnoses if not d.get("benign") and _confirmed(d)]
+    causes = [d for d in real if not d.get("consequence_of")]
+    consequences = [d for d in real if d.get("consequence_of")]
+    possible = [d for d in diagnoses if not d.get("benign") and not _confirmed(d)]
     benign = [d for d in diagnoses if d.get("benign")]
     if not real:
         out.append(t("report.no_match", lang))
-    for d in real:
+    for d in causes:
         out.append(t("report.diagnosis_line", lang, rank=d.get("rank", "?"), glyph=SEV_GLYPH.get(d["severity"], "?"),
                      severity=t(f"severity.{d['severity']}", lang), title=d["title"], id=d["id"],
                      confidence=d["confidence"]))
-        if d.get("consequence_of"):
-            out.append("   " + t("report.consequence_of", lang, causes=", ".join(d["consequence_of"])))
         for e in d.get("evidence", [])[:6]:
             where = e.get("source", "")
             if e.get("line"):
@@ -51,6 +60,18 @@ def render_diagnoses(diagnoses: list[dict[str, Any]], not_ruled_out: list[dict[s
             out.append(f"   • {where}: {e.get('excerpt', '')}")
         out.append("   " + t("report.fix", lang))
         out.append(_indent(d.get("fix", ""), 5))
+        out.append("")
+    if consequences:
+        out.append(t("report.consequences_header", lang))
+        for d in consequences:
+            out.append(t("report.consequence_line", lang, title=d["title"], id=d["id"],
+                         causes=", ".join(d["consequence_of"])))
+        out.append("")
+    if possible:
+        out.append(t("report.possible_header", lang))
+        for d in possible:
+            ev = "; ".join(str(e.get("excerpt", "")) for e in (d.get("evidence") or [])[:2])
+            out.append(f"   ? {d['title']} ({d['id']})" + (f": {ev}" if ev else ""))
         out.append("")
     if benign:
         out.append(t("report.benign_header", lang))
@@ -64,6 +85,48 @@ def render_diagnoses(diagnoses: list[dict[str, Any]], not_ruled_out: list[dict[s
     return "\n".join(out).rstrip() + "\n"
 
 
+def render_verdict(report: dict[str, Any], lang: str = "en") -> str:
+    """The headline: the verdict, and the root causes by name."""
+    from .verdicts import compute
+
+    v = compute(report)
+    if v == "problems":
+        titles = {d.get("id"): d.get("title") for d in report.get("diagnoses") or [] if isinstance(d, dict)}
+        roots = report.get("root_causes") or []
+        causes = "; ".join(f"{titles.get(r) or r} ({r})" for r in roots) or "-"
+        return t("report.verdict_problems", lang, causes=causes)
+    return t(f"report.verdict_{v}", lang)
+
+
+def render_unexplained(report: dict[str, Any], lang: str = "en") -> str:
+    """Failed checks no cause explains: the check, its output (signal named, last lines), the nearest KB entries,
+    and how to start a KB entry from it."""
+    from .verdicts import compute
+
+    items = report.get("unexplained") or []
+    if not items:
+        return ""
+    header = "report.unexplained_header" if compute(report) == "unexplained" else "report.unexplained_also_header"
+    out = [t(header, lang)]
+    for c in items:
+        out.append(t("report.unexplained_check", lang, status=c.get("status"), title=c.get("title") or c.get("id"),
+                     summary=c.get("summary") or c.get("error") or ""))
+        if c.get("signal"):
+            out.append(t("report.unexplained_signal", lang, signal=c["signal"]))
+        if c.get("output"):
+            out.append(t("report.unexplained_output", lang))
+            out.append(_indent("\n".join(str(c["output"]).splitlines()[-8:]), 7))
+        near = c.get("nearest") or []
+        if near:
+            out.append(t("report.unexplained_nearest", lang,
+                         entries="; ".join(f"{n.get('title')} ({n.get('id')})" for n in near)))
+        else:
+            out.append(t("report.unexplained_none_near", lang))
+        if c.get("new_entry"):
+            out.append(t("report.unexplained_new_entry", lang, how=c["new_entry"]))
+    return "\n".join(out) + "\n"
+
+
 def render_match(res: dict[str, Any], lang: str = "en") -> str:
     out = []
     for p in res.get("parsed", []):
@@ -72,12 +135,19 @@ def render_match(res: dict[str, Any], lang: str = "en") -> str:
         out.append(t("report.note", lang, note=n))
     if out:
         out.append("")
+    if "verdict" in res:
+        out.append(render_verdict(res, lang))
+        out.append("")
     out.append(render_diagnoses(res.get("diagnoses", []), res.get("not_ruled_out"), lang))
+    unexplained = render_unexplained(res, lang)
+    if unexplained:
+        out.append(unexplained)
     return "\n".join(out)
 
 
 def render_report(report: dict[str, Any], lang: str = "en") -> str:
-    out = [t("report.title", lang, created_at=report.get("created_at", ""), session_id=report.get("session_id", "")), ""]
+    out = [t("report.title", lang, created_at=report.get("created_at", ""), session_id=report.get("session_id", "")), "",
+           render_verdict(report, lang), ""]
     out.append(t("report.checks", lang))
     for p in report.get("probes", []):
         g = GLYPHS.get(p.get("status"), "[?]")
@@ -102,4 +172,7 @@ def render_report(report: dict[str, Any], lang: str = "en") -> str:
     out.append("")
     out.append(t("report.diagnosis", lang))
     out.append(render_diagnoses(report.get("diagnoses", []), report.get("not_ruled_out"), lang))
+    unexplained = render_unexplained(report, lang)
+    if unexplained:
+        out.append(unexplained)
     return "\n".join(out)

@@ -6,7 +6,7 @@ import os
 import sys
 from typing import Any
 
-from .cli import EXIT_OK, EXIT_PROBLEMS, EXIT_TOOL, ToolError, _print_json, _read_inputs
+from .cli import EXIT_TOOL, ToolError, _print_json, _read_inputs
 
 CONTRACT_KEYS = ("session_id", "created_at", "facts", "probes", "diagnoses", "generation")
 
@@ -64,7 +64,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_TOOL
     if not report["probes"]:
         return EXIT_TOOL
-    return EXIT_PROBLEMS if service.verdict(report) == "problems" else EXIT_OK
+    from .verdicts import exit_status
+
+    return exit_status(report)
 
 
 def register_cli(sub: Any) -> None:

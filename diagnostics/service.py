@@ -94,7 +94,7 @@ def parse_dumps(dumps: Iterable[tuple[str, str]], kind: str = "auto") -> tuple[d
 def diagnose_text(logs: Iterable[tuple[str, str]] = (), dumps: Iterable[tuple[str, str]] = (),
                   facts: dict[str, Any] | None = None, kb_dir: str | None = None,
                   detect_dumps_in_logs: bool = True, description: str | None = None) -> dict[str, Any]:
-    """Diagnose from text alone: error logs, dumps (parsed for facts) and/or facts.
+    """Diagnose from text alone: error logs, dumps (parsed for facts) and/or facts; returns a pasted report.
 
     Logs that turn out to be a known tool's output (a pasted rocminfo, say) are parsed for facts too.
     Given facts win over facts parsed from dumps.
@@ -103,36 +103,26 @@ def diagnose_text(logs: Iterable[tuple[str, str]] = (), dumps: Iterable[tuple[st
 
     logs = list(logs)
     dumps = list(dumps)
+    to_parse = list(dumps)
     if detect_dumps_in_logs:
         for name, text in logs:
             if parsers.detect_kind(text[:200_000]):
-                dumps.append((name, text))
-    dump_facts, parsed = parse_dumps(dumps)
+                to_parse.append((name, text))
+    dump_facts, parsed = parse_dumps(to_parse)
     all_facts = dict(dump_facts)
     given, problems = factcat.clean_facts(dict(facts or {}))
     all_facts.update(given)
-    from .derive import derive  # pasted dumps get the same derived facts as a live run (support matrix included)
-
-    derived = derive(all_facts)
-    all_facts.update(derived)
-    kb, matcher = get_kb(kb_dir)
-    texts = logs + [(n, t) for n, t in dumps if (n, t) not in logs]
+    report = new_report("pasted")
+    report["facts"] = all_facts
+    report["logs"] = [{"name": n, "text": t} for n, t in logs]
+    report["dumps"] = [{"name": n, "text": t} for n, t in dumps]
+    report["parsed"] = parsed
+    report["notes"] = [f"ignored fact: {p}" for p in problems]
+    if description and description.strip():
+        report["description"] = description
     sources = {k: "dump" for k in dump_facts}
     sources.update({k: "facts" for k in given})
-    sources.update({k: "derived" for k in derived if k not in sources})
-    result = matcher.match(all_facts, texts, fact_sources=sources)
-    # what the user wrote in their own words (English or Chinese) around the pasted output, and a description
-    from .symptoms import merge_symptoms
-
-    merge_symptoms(result, "\n".join(t for _, t in logs), kb)
-    if description and description.strip():
-        merge_symptoms(result, description, kb, prose_only=False)
-    result["facts"] = {**all_facts, **result.pop("facts_from_logs", {})}
-    result["parsed"] = parsed
-    result["notes"] = [f"ignored fact: {p}" for p in problems]
-    result["kb_version"] = kb.version
-    result["kb_errors"] = [str(e) for e in kb.errors]
-    return _fill(result, kb_dir)
+    return diagnose(report, kb_dir, fact_sources=sources)
 
 
 def _fill(report: dict[str, Any], kb_dir: str | None = None) -> dict[str, Any]:
@@ -160,33 +150,54 @@ def new_report(source: str) -> dict[str, Any]:
 
 
 def rediagnose(report: dict[str, Any], kb_dir: str | None = None) -> dict[str, Any]:
-    """A copy of *report* with diagnoses from today's knowledge base (facts and logs are kept as they were)."""
+    """A copy of *report* diagnosed again with today's knowledge base and rules: derived facts, diagnoses, root
+    causes, unexplained checks and the verdict are recomputed (the facts and texts it was given are kept)."""
     out = dict(report)
-    kb, matcher = get_kb(kb_dir)
-    unknown = unknown_from_probes(out.get("probes") or [])
-    logs = [(lg.get("name", "log"), lg.get("text", "")) for lg in out.get("logs") or []]
-    logs += probe_logs(out.get("probes") or [])
+    out.pop("verdict", None)
     facts, _ = factcat.clean_facts(dict(out.get("facts") or {}))
-    from .derive import derive  # facts today's support matrix derives (sessions saved before it existed)
-
-    facts.update(derive(facts))
     out["facts"] = facts
-    res = matcher.match(facts, logs, unknown_facts=unknown, fact_sources=fact_sources(out.get("probes") or []))
-    facts.update(res.get("facts_from_logs") or {})  # oom.* from the error texts
-    out["diagnoses"] = res["diagnoses"]
-    out["not_ruled_out"] = res["not_ruled_out"]
-    out["kb_version"] = kb.version
+    diagnose(out, kb_dir)
     out["rediagnosed_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    return _fill(out, kb_dir)
+    return out
 
 
-def unknown_from_probes(probes: list[dict[str, Any]]) -> set[str]:
-    """Facts that probes which crashed or timed out were supposed to establish but did not."""
+def report_texts(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every text a report is matched against, as (source name, text): pasted logs and dumps, what the probes
+    captured (tool errors, the output of a crashed child), and the test generation's log.  The one place this
+    list is assembled (live runs, pasted input, re-diagnosis and the KB editor's "from a session" all use it)."""
+    out: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for key in ("logs", "dumps"):
+        for lg in report.get(key) or []:
+            if isinstance(lg, dict):
+                item = (str(lg.get("name") or "log"), str(lg.get("text") or ""))
+                if item not in seen:
+                    seen.add(item)
+                    out.append(item)
+    out += probe_logs(report.get("probes") or [])
+    gen = report.get("generation")
+    if isinstance(gen, dict) and gen.get("log"):
+        out.append(("generation", str(gen["log"])))
+    return out
+
+
+def unknown_from_probes(probes: list[dict[str, Any]], facts: dict[str, Any] | None = None) -> set[str]:
+    """Facts that probes which crashed or timed out were supposed to establish and that nothing else did, and the
+    derived facts (diagnostics.derive.DERIVED) that could not be computed because of them."""
+    from .derive import DERIVED
+
+    known = set(facts or {})
     unknown: set[str] = set()
     for p in probes:
         if p.get("status") in ("crashed", "timeout"):
             have = set((p.get("facts") or {}).keys())
-            unknown.update(set(p.get("provides") or []) - have)
+            unknown.update(set(p.get("provides") or []) - have - known)
+    if unknown:
+        from .derive import derivable
+
+        for name, inputs in DERIVED.items():
+            if name not in known and any(i in unknown for i in inputs) and derivable(name, facts or {}):
+                unknown.add(name)
     return unknown
 
 
@@ -199,11 +210,17 @@ def probe_logs(probes: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return out
 
 
-def fact_sources(probes: list[dict[str, Any]]) -> dict[str, str]:
+def fact_sources(probes: list[dict[str, Any]], facts: dict[str, Any] | None = None) -> dict[str, str]:
+    """Where each fact came from: the first probe that reported it, else 'derived' for a derived one."""
+    from .derive import DERIVED
+
     src: dict[str, str] = {}
     for p in probes:
         for k in (p.get("facts") or {}):
             src.setdefault(k, f"probe:{p.get('id')}")
+    for k in (facts or {}):
+        if k not in src and k in DERIVED:
+            src[k] = "derived"
     return src
 
 
@@ -222,6 +239,7 @@ def merge_probe_facts(probes: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def verdict(report: dict[str, Any]) -> str:
+    """The verdict of *report*, always recomputed (diagnostics.verdicts, the one rule)."""
     from .verdicts import compute
 
     return compute(report)
@@ -307,19 +325,87 @@ def _generation(python: str, model: str | None, device: str, max_new_tokens: int
 
 
 def _diagnose_report(report: dict[str, Any], kb_dir: str | None = None) -> dict[str, Any]:
+    return diagnose(report, kb_dir)
+
+
+NEAREST = 3
+NEW_ENTRY_HOW = ("save the session (`run --save`, or Save on the Diagnose page), then in the web UI open \"Write a KB "
+                 "entry\" and start from \"a saved session, as a new entry\"; or copy kb/_template.yaml.txt to "
+                 "kb/<id>.yaml (kb/README.md)")
+
+
+def diagnose(report: dict[str, Any], kb_dir: str | None = None,
+             fact_sources: dict[str, str] | None = None) -> dict[str, Any]:
+    """The one diagnosis of a report (live, pasted, saved): derive facts, match every text and fact against the KB,
+    put causes above their consequences, name the root causes, list failed checks no cause explains (with the
+    nearest KB entries), and compute the verdict.  Fills *report* in place and returns it."""
+    from .derive import derive
+    from .matcher import order, root_causes
+    from .symptoms import merge_symptoms
+
     kb, matcher = get_kb(kb_dir)
     probes = report.get("probes") or []
-    logs = [(lg["name"], lg["text"]) for lg in report.get("logs") or []]
-    logs += probe_logs(probes)
-    gen = report.get("generation") or {}
-    if gen.get("log"):
-        logs.append(("generation", str(gen["log"])))
-    res = matcher.match(report["facts"], logs, unknown_facts=unknown_from_probes(probes),
-                        fact_sources=fact_sources(probes))
-    report["facts"].update(res.get("facts_from_logs") or {})  # oom.* from the error texts
+    facts = dict(report.get("facts") or {})
+    derived = derive(facts)
+    facts.update(derived)
+    report["facts"] = facts
+    sources = _fact_sources_all(probes, facts, fact_sources)
+    sources.update({k: "derived" for k in derived if k not in sources or sources[k] == "facts"})
+    res = matcher.match(facts, report_texts(report), unknown_facts=unknown_from_probes(probes, facts),
+                        fact_sources=sources)
+    facts.update(res.get("facts_from_logs") or {})  # oom.* from the error texts
+    # what the user wrote in their own words (English or Chinese) around the pasted output, and a description
+    pasted = "\n".join(str(lg.get("text") or "") for lg in report.get("logs") or [] if isinstance(lg, dict))
+    if pasted.strip():
+        merge_symptoms(res, pasted, kb)
+    if str(report.get("description") or "").strip():
+        merge_symptoms(res, str(report["description"]), kb, prose_only=False)
+    for d in res["diagnoses"]:
+        if d.get("from_description"):
+            d["basis"] = "possible"
+        d.setdefault("basis", "confirmed")
+    res["diagnoses"] = order(res["diagnoses"])
     report["diagnoses"] = res["diagnoses"]
     report["not_ruled_out"] = res["not_ruled_out"]
+    report["root_causes"] = root_causes(res["diagnoses"])
     report["kb_version"] = kb.version
     report["kb_errors"] = [str(e) for e in kb.errors]
+    report["unexplained"] = _unexplained(report, kb)
     report["verdict"] = verdict(report)
+    # fix-text placeholders ({torch_install}, {gfx}, ...) filled from the support matrix and the facts
     return _fill(report, kb_dir)
+
+
+def _fact_sources_all(probes: list[dict[str, Any]], facts: dict[str, Any],
+                      given: dict[str, str] | None) -> dict[str, str]:
+    src = fact_sources(probes, facts)
+    for k, v in (given or {}).items():
+        src.setdefault(k, v)
+    return src
+
+
+def _unexplained(report: dict[str, Any], kb: KnowledgeBase) -> list[dict[str, Any]]:
+    """The failed checks no confirmed cause explains, each with the nearest KB entries (by the symptom
+    retrieval of diagnostics.symptoms) and how to start a KB entry from it."""
+    from .symptoms import match_symptoms
+    from .verdicts import unexplained
+
+    titles = {e.id: e.title for e in kb.entries}
+    out = []
+    for c in unexplained(report):
+        text = "\n".join(str(c.get(k) or "") for k in ("summary", "error", "output"))
+        near = []
+        try:
+            hits = match_symptoms(text)
+        except Exception:  # retrieval is a hint; a failure there must not cost the report
+            hits = []
+        for h in hits:
+            if h["id"] in titles and all(n["id"] != h["id"] for n in near):
+                near.append({"id": h["id"], "title": titles[h["id"]], "score": h.get("score")})
+            if len(near) >= NEAREST:
+                break
+        c = dict(c)
+        c["nearest"] = near
+        c["new_entry"] = NEW_ENTRY_HOW
+        out.append(c)
+    return out

@@ -65,7 +65,9 @@ def test_env_override_value_in_force_and_malformed():
     assert o.data["hsa_override.value"] == "10.3.0"
     assert o.data["hsa_override.valid"] is False
     assert o.data["hsa_override.gfx"] == "gfx1030"
-    assert o.data["visible_devices.hides_all"] is True
+    assert o.data["visible_devices.masks"] == ["HIP_VISIBLE_DEVICES="]
+    # what the mask does is judged once, against the devices found (diagnostics.derive.visible_devices)
+    assert "visible_devices.hides_all" not in o.data
     assert "env.HF_TOKEN" not in o.data and "env.PATH" not in o.data
     o = MemoryEmitter()
     env.collect("/", o, environ={"HSA_OVERRIDE_GFX_VERSION": "11.0.0"})

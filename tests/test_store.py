@@ -108,7 +108,9 @@ def test_list_filter_search_paginate(store: Store) -> None:
     rows, total = store.list_sessions()
     assert total == 3 and [r["id"] for r in rows] == [ids["c"], ids["b"], ids["a"]]  # newest first
     assert rows[0]["created_at"] == "2026-11-03T08:00:00Z"  # stored in UTC
-    assert {r["verdict"] for r in rows} == {"problems", "healthy", "incomplete"}
+    # a crashed check with no cause found is an unexplained problem (diagnostics/verdicts.py)
+    assert {r["verdict"] for r in rows} == {"problems", "healthy", "unexplained"}
+    assert [r["id"] for r in store.list_sessions(verdict="unexplained")[0]] == [ids["c"]]
     a_row = rows[2]
     assert a_row["top_diagnosis_id"] == "hip-no-binary-for-gpu" and a_row["top_severity"] == "critical"
     assert a_row["gpu_names"] == ["AMD Radeon RX 7900 XTX"] and a_row["torch_version"] == "2.5.1+rocm6.2"

@@ -144,15 +144,10 @@ _Dumper.add_representer(str, _str_repr)
 
 
 def session_logs(report: dict[str, Any]) -> str:
-    """The text a session's diagnosis matched: pasted logs, what probes captured, the generation's log."""
-    from diagnostics.service import probe_logs
+    """The text a session's diagnosis matched (diagnostics.service.report_texts, the one list of it)."""
+    from diagnostics.service import report_texts
 
-    parts = [str(lg.get("text") or "") for lg in report.get("logs") or [] if isinstance(lg, dict)]
-    parts += [t for _, t in probe_logs(report.get("probes") or [])]
-    gen = report.get("generation") or {}
-    if isinstance(gen, dict) and gen.get("log"):
-        parts.append(str(gen["log"]))
-    return "\n".join(p for p in parts if p)
+    return "\n".join(t for _, t in report_texts(report) if t)
 
 
 def session_case(report: dict[str, Any], expect: str = "fire", max_log_chars: int = MAX_CASE_LOG_CHARS) -> dict[str, Any]:

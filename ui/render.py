@@ -26,7 +26,7 @@ SEV_GLYPH = {"critical": ":red[:material/report:]", "error": ":red[:material/err
 PASTED = t("ui.render.source_pasted", "en")  # the name a pasted text is stored under (any language shows it translated)
 DESCRIPTION = t("report.source_description", "en")  # the source of evidence the symptom lexicon found
 SEVERITIES = ("critical", "error", "warning", "info")
-VERDICTS = ("problems", "incomplete", "healthy")
+VERDICTS = ("problems", "unexplained", "incomplete", "healthy")
 
 
 def status_word(status: str | None, default: str | None = None) -> str:
@@ -172,8 +172,11 @@ def diagnosis_card(d: dict[str, Any], patterns: dict[str, list[Any]], expanded: 
             st.markdown(T("ui.render.evidence"))
             st.markdown("".join(evidence_html(e, patterns.get(str(d.get("id")), [])) for e in ev[:12]),
                         unsafe_allow_html=True)
-        st.markdown(T("ui.render.how_to_fix"))
-        st.markdown(safe.md_html(d.get("fix") or T("ui.render.no_fix")), unsafe_allow_html=True)
+        if d.get("consequence_of"):  # the cause's fix comes first; this one's would repeat or contradict it
+            st.caption(T("ui.render.consequence_fix_first"))
+        else:
+            st.markdown(T("ui.render.how_to_fix"))
+            st.markdown(safe.md_html(d.get("fix") or T("ui.render.no_fix")), unsafe_allow_html=True)
         if d.get("cause"):
             st.markdown(T("ui.render.why"))
             st.markdown(safe.md_html(d["cause"]), unsafe_allow_html=True)
@@ -239,6 +242,29 @@ def diagnoses(report: dict[str, Any]) -> None:
         with st.expander(T("ui.render.not_ruled_out_count", count=len(nro)), icon=":material/help:"):
             for d in nro:
                 st.markdown(f"- **{safe.md_inline(d.get('title'))}**: {safe.md_inline(d.get('reason'))}")
+
+
+def unexplained(rep: dict[str, Any]) -> None:
+    """Failed checks no known cause explains: the check, its output, the nearest KB entries, how to teach it."""
+    items = rep.get("unexplained") or []
+    if not items:
+        return
+    st.subheader(T("ui.render.unexplained_title"))
+    for c in items:
+        st.markdown(f"**{STATUS_GLYPH.get(c.get('status'), '?')} {safe.md_inline(c.get('title') or c.get('id'))}** — "
+                    f"{safe.md_inline(c.get('summary') or c.get('error') or '')}")
+        body = []
+        if c.get("signal"):
+            body.append(str(c["signal"]))
+        if c.get("output"):
+            body.append(str(c["output"])[-3000:])
+        if body:
+            st.code("\n".join(body), language=None, wrap_lines=True)
+        near = c.get("nearest") or []
+        if near:
+            st.caption(T("ui.render.unexplained_nearest", entries="; ".join(
+                f"{safe.md_inline(n.get('title'))} ({safe.md_inline(n.get('id'))})" for n in near)))
+        st.caption(T("ui.render.unexplained_new_entry"))
 
 
 def facts_table(facts: dict[str, Any]) -> None:
@@ -337,15 +363,19 @@ def generation(gen: dict[str, Any]) -> None:
 
 
 def headline(rep: dict[str, Any]) -> None:
-    verdict = rep.get("verdict")
-    if verdict is None:
-        from diagnostics.service import verdict as _v
+    from diagnostics.service import verdict as _v
 
-        verdict = _v(rep)
+    verdict = _v(rep)  # recomputed by the one rule, never read from the stored report
     if verdict == "problems":
-        top = next((d for d in localized(rep).get("diagnoses") or [] if not d.get("benign")), None)
-        st.error(T("ui.render.problem_found", title=safe.md_inline(top.get("title")) if top else T("ui.render.see_below")),
-                 icon=":material/report:")
+        diags = localized(rep).get("diagnoses") or []
+        titles = {d.get("id"): d.get("title") for d in diags}
+        roots = [titles.get(r) or r for r in rep.get("root_causes") or []]
+        if not roots:
+            roots = [d.get("title") for d in diags if not d.get("benign")][:1]
+        st.error(T("ui.render.problem_found", title="; ".join(safe.md_inline(r) for r in roots) if roots else
+                   T("ui.render.see_below")), icon=":material/report:")
+    elif verdict == "unexplained":
+        st.error(T("ui.render.unexplained"), icon=":material/report:")
     elif verdict == "incomplete":
         st.warning(T("ui.render.incomplete"), icon=":material/warning:")
     else:
@@ -379,6 +409,7 @@ def report(rep: dict[str, Any], show_headline: bool = True) -> None:
     if show_headline:
         headline(rep)
     diagnoses(rep)
+    unexplained(rep)
     if rep.get("probes"):
         probe_board(rep["probes"])
         legend()

@@ -11,7 +11,7 @@ from diagnostics.i18n import t
 from ui.common import T, lang
 
 PAGE_SIZE = 25
-VERDICTS = (None, "problems", "incomplete", "healthy")  # the verdict filter; None: any verdict
+VERDICTS = (None, "problems", "unexplained", "incomplete", "healthy")  # the verdict filter; None: any verdict
 
 common.style()
 store = common.store()

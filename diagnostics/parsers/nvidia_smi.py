@@ -31,7 +31,7 @@ _ROW = re.compile(
 )
 _MEM = re.compile(r"\|\s*(\d+)Mi?B\s*/\s*(\d+)Mi?B\s*\|")  # drivers before 331 print "MB" (meaning MiB)
 _Q_KV = re.compile(r"^(\s*)([A-Za-z][A-Za-z0-9 ./()_-]*?)\s*:\s*(.*)$")
-_L_LINE = re.compile(r"^GPU (\d+): (.+?) \(UUID: ")
+_L_LINE = re.compile(r"^GPU (\d+): (.+?) \(UUID: (GPU-[0-9A-Fa-f-]+)?")
 _MIB_VALUE = re.compile(r"^(\d+)(?:\s*MiB)?$")
 _CC = re.compile(r"^(\d+)\.(\d+)$")
 _X_DRIVER = re.compile(r"<driver_version>([^<]{1,40})</driver_version>")
@@ -348,13 +348,18 @@ def _parse_csv(lines: list[str], res: ParseResult) -> bool:
 
 def _parse_list(lines: list[str], res: ParseResult) -> None:
     names: list[str] = []
+    uuids: list[str] = []
     for ln in lines:
         m = _L_LINE.match(ln.strip())
         if m:
             names.append(m.group(2).strip())
+            if m.group(3):
+                uuids.append(m.group(3))
     if names:
         res.facts["gpu.names"] = names
         res.facts["gpu.count"] = len(names)
+        if len(uuids) == len(names):  # what CUDA_VISIBLE_DEVICES=GPU-... is checked against
+            res.facts["gpu.uuids"] = uuids
 
 
 # --------------------------------------------------------------------------------------------------

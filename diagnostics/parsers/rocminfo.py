@@ -458,6 +458,10 @@ def _parse_into(text: str, res: ParseResult) -> None:
         isas = [a.native_isa() for a in gpus]
         if all(isas):
             facts["gpu.isa_names"] = isas
+        # what ROCR_VISIBLE_DEVICES=GPU-... is checked against ("GPU-XX": a GPU without a unique id)
+        uuids = [a.uuid for a in gpus]
+        if not truncated and all(u and re.fullmatch(r"GPU-[0-9A-Fa-f]{16}", u) for u in uuids):
+            facts["gpu.uuids"] = uuids
         # integrated or discrete: "Memory Properties: APU" where rocminfo prints that line (ROCm 6.x+),
         # else the target's table entry; "Uuid: GPU-XX" alone proves nothing (RX 6800 prints it too).
         kinds: list[str | None] = []

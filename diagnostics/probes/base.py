@@ -20,9 +20,21 @@ from typing import Any, Callable
 from ..runner import emit
 
 
+def declared(name: str, facts: tuple[str, ...] | frozenset[str]) -> bool:
+    """*name* is in a probe's FACTS declaration (an entry ending in '*' declares a prefix, e.g. 'env.*')."""
+    return name in facts or any(f.endswith("*") and name.startswith(f[:-1]) for f in facts)
+
+
 class Emitter:
+    declared: frozenset[str] | None = None   # the probe's FACTS; None: not checked
+
+    def undeclared(self, name: str) -> bool:
+        return self.declared is not None and not declared(name, self.declared)
+
     def fact(self, name: str, value: Any) -> None:
         if value is not None:
+            if self.undeclared(name):
+                self.note(f"fact {name} is not in this probe's FACTS declaration")
             emit({"fact": name, "value": value})
 
     def facts(self, facts: dict[str, Any]) -> None:
@@ -62,6 +74,8 @@ class MemoryEmitter(Emitter):
 
     def fact(self, name: str, value: Any) -> None:
         if value is not None:
+            if self.undeclared(name):
+                self.notes.append(f"fact {name} is not in this probe's FACTS declaration")
             self.data[name] = value
 
     def evidence(self, source: str, excerpt: str) -> None:
@@ -133,9 +147,13 @@ def strip_ansi(text: str) -> str:
     return re.sub(r"\x1b\[[0-9;?]*[ -/]*[@-~]", "", text) if "\x1b" in text else text
 
 
-def probe_main(collect: Callable[[str, Emitter], None]) -> None:
+def probe_main(collect: Callable[[str, Emitter], None], facts: tuple[str, ...] | None = None) -> None:
+    """Run *collect* as a probe child; *facts* is the module's FACTS declaration (every fact it may emit)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", default="/")
     args = ap.parse_args()
-    collect(args.root, Emitter())
+    out = Emitter()
+    if facts is not None:
+        out.declared = frozenset(facts)
+    collect(args.root, out)
     sys.stdout.flush()

@@ -16,6 +16,14 @@ from .base import Emitter, probe_main, read_file, rpath
 
 GPU_GROUPS = ("render", "video")
 
+# every fact this probe may emit (its ProbeSpec.provides is read from here)
+FACTS = ("pci.amd_gpu_count", "pci.nvidia_gpu_count", "pci.amd_gpu_ids", "pci.gpu_count", "pci.gpu_slots",
+         "driver.amdgpu_loaded", "driver.amdgpu_version", "driver.nvidia_loaded", "driver.amdgpu_blacklisted",
+         "driver.amdgpu_dkms_status", "user.uid", "user.is_root", "user.groups", "user.in_render_group",
+         "user.in_video_group", "user.db_groups", "user.groups_pending_relogin", "user.missing_device_gids",
+         "kfd.present", "kfd.group", "kfd.permission_denied", "kfd.open_error", "dri.render_nodes", "dri.group",
+         "dri.permission_denied")
+
 
 def _group_name(gid: int, root: str) -> str:
     if root in ("", "/"):
@@ -132,6 +140,11 @@ def collect(root: str, out: Emitter) -> None:
         out.fact("pci.amd_gpu_count", sum(1 for v, _, _ in gpus if v == "amd"))
         out.fact("pci.nvidia_gpu_count", sum(1 for v, _, _ in gpus if v == "nvidia"))
         out.fact("pci.amd_gpu_ids", [d for v, d, _ in gpus if v == "amd"])
+        out.fact("pci.gpu_count", len(gpus))
+        out.fact("pci.gpu_slots", [s for _, _, s in gpus])
+        if not gpus:
+            out.evidence("sysfs", "/sys/bus/pci/devices lists no AMD (0x1002) or NVIDIA (0x10de) display or compute "
+                                  "device")
     # --- kernel driver
     amdgpu = os.path.isdir(rpath(root, "/sys/module/amdgpu"))
     out.fact("driver.amdgpu_loaded", amdgpu)
@@ -241,4 +254,4 @@ def collect(root: str, out: Emitter) -> None:
 
 
 if __name__ == "__main__":
-    probe_main(collect)
+    probe_main(collect, FACTS)

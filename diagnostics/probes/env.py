@@ -17,6 +17,10 @@ SECRETISH = re.compile(r"(?i)(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|
 MASKS = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
 OVERRIDE_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 
+# every fact this probe may emit ('env.*': the value of each GPU-related variable that is set)
+FACTS = ("env.set_names", "env.*", "visible_devices.masks", "hsa_override.value", "hsa_override.valid",
+         "hsa_override.gfx")
+
 
 def override_to_gfx(value: str) -> str | None:
     m = OVERRIDE_RE.match(value)
@@ -24,17 +28,6 @@ def override_to_gfx(value: str) -> str | None:
         return None
     major, minor, step = (int(x) for x in m.groups())
     return f"gfx{major}{minor:x}{step:x}"
-
-
-def mask_hides_all(value: str) -> bool:
-    v = value.strip()
-    if v == "":
-        return True
-    items = [x.strip() for x in v.split(",")]
-    # "-1" or any negative index ends the list: nothing before it means nothing is visible
-    if items and items[0].startswith("-"):
-        return True
-    return False
 
 
 def relevant(name: str) -> bool:
@@ -49,13 +42,12 @@ def collect(root: str, out: Emitter, environ: dict[str, str] | None = None) -> N
     out.fact("env.set_names", names)
     for n in names:
         out.fact(f"env.{n}", env[n][:2000])
+    # what the masks leave visible depends on the devices present: judged after every probe ended, by
+    # diagnostics.derive.visible_devices (the one rule, also for pasted facts)
     masks = [f"{n}={env[n]}" for n in MASKS if n in env]
     out.fact("visible_devices.masks", masks)
-    hides = [n for n in MASKS if n in env and mask_hides_all(env[n])]
-    if masks:
-        out.fact("visible_devices.hides_all", bool(hides))
-    for n in hides:
-        out.evidence("environment", f"{n}={env[n]!r} makes no GPU visible")
+    for m in masks:
+        out.evidence("environment", m)
     status, summary = "ok", f"{len(names)} GPU-related variable(s) set"
     if "HSA_OVERRIDE_GFX_VERSION" in env:
         raw = env["HSA_OVERRIDE_GFX_VERSION"]
@@ -72,10 +64,10 @@ def collect(root: str, out: Emitter, environ: dict[str, str] | None = None) -> N
             status, summary = "warn", "HSA_OVERRIDE_GFX_VERSION is malformed"
         else:
             out.evidence("environment", f"HSA_OVERRIDE_GFX_VERSION={raw} (the runtime will treat every GPU as {gfx})")
-    if hides:
-        status, summary = "warn", f"{', '.join(hides)} hides every GPU"
+    if masks:
+        summary += "; visible-device masks: " + ", ".join(masks)
     out.status(status, summary)
 
 
 if __name__ == "__main__":
-    probe_main(collect)
+    probe_main(collect, FACTS)

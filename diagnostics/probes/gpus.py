@@ -13,6 +13,12 @@ import re
 from .base import Emitter, probe_main, read_file, rpath
 
 TOPOLOGY = "/sys/class/kfd/kfd/topology/nodes"
+NVIDIA_PROC = "/proc/driver/nvidia/gpus"
+
+# every fact this probe may emit
+FACTS = ("gpu.count", "gpu.gfx_targets", "gpu.native_gfx_targets", "gpu.integrated_count", "gpu.discrete_count",
+         "gpu.vendors", "gpu.first_is_integrated", "gpu.vram_total_bytes", "gpu.vram_used_bytes", "gpu.vram_free_bytes",
+         "gpu.gtt_total_bytes", "gpu.uuids")
 # gfx targets of APUs (integrated graphics sharing system memory)
 APU_TARGETS = {"gfx801", "gfx902", "gfx909", "gfx90c", "gfx940", "gfx1013", "gfx1033", "gfx1035", "gfx1036",
                "gfx1037", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153"}
@@ -76,7 +82,25 @@ def read_nodes(root: str) -> list[dict]:
     return nodes
 
 
+def nvidia_uuids(root: str) -> list[str]:
+    """UUIDs of NVIDIA GPUs from the driver's /proc files ("GPU UUID: GPU-..."), in PCI order (nvidia-smi's
+    default order, and CUDA's with CUDA_DEVICE_ORDER=PCI_BUS_ID)."""
+    out = []
+    for f in sorted(glob.glob(rpath(root, NVIDIA_PROC + "/*/information"))):
+        try:
+            text = open(f, errors="replace").read(1 << 14)
+        except OSError:
+            continue
+        m = re.search(r"^GPU UUID:\s*(GPU-[0-9a-fA-F-]+)", text, re.M)
+        if m:
+            out.append(m.group(1))
+    return out
+
+
 def collect(root: str, out: Emitter) -> None:
+    nv = nvidia_uuids(root)
+    if nv:
+        out.fact("gpu.uuids", nv)
     if not os.path.isdir(rpath(root, TOPOLOGY)):
         out.evidence("sysfs", f"{TOPOLOGY} does not exist (no KFD: driver not loaded, or not visible here)")
         out.status("skipped", "no KFD topology in sysfs")
@@ -92,7 +116,9 @@ def collect(root: str, out: Emitter) -> None:
         gfx = gfx_from_version(n.get("gfx_target_version", 0))
         integrated = (gfx in APU_TARGETS) or n.get("cpu_cores_count", 0) > 0
         total, used, gtt = _vram(root, n.get("drm_render_minor"))
+        uid = n.get("unique_id")
         gpus.append({"node": n["node"], "gfx": gfx, "integrated": integrated, "vram_total": total,
+                     "uuid": f"GPU-{uid:016x}" if isinstance(uid, int) and uid > 0 else None,
                      "vram_used": used, "gtt_total": gtt, "device_id": n.get("device_id")})
         out.evidence("sysfs", f"KFD node {n['node']}: {gfx or 'unknown gfx'}"
                               f" (gfx_target_version {n.get('gfx_target_version')}, simd_count {n.get('simd_count')})"
@@ -110,6 +136,8 @@ def collect(root: str, out: Emitter) -> None:
     out.fact("gpu.discrete_count", sum(1 for g in gpus if not g["integrated"]))
     if gpus:
         out.fact("gpu.vendors", ["amd"])
+        if not nv and all(g["uuid"] for g in gpus):  # ROCm's "Uuid: GPU-<unique_id in hex>" (rocminfo)
+            out.fact("gpu.uuids", [g["uuid"] for g in gpus])
         out.fact("gpu.first_is_integrated", gpus[0]["integrated"] and any(not g["integrated"] for g in gpus))
         sized = [g for g in gpus if g["vram_total"]]
         if sized:
@@ -126,4 +154,4 @@ def collect(root: str, out: Emitter) -> None:
 
 
 if __name__ == "__main__":
-    probe_main(collect)
+    probe_main(collect, FACTS)

@@ -10,6 +10,8 @@ import os
 
 from .base import Emitter, probe_main
 
+FACTS = ("hip.runtime_version", "hip.device_count", "hip.error")  # every fact this probe may emit
+
 CANDIDATES = ("libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so.7")
 
 
@@ -70,4 +72,4 @@ def collect(root: str, out: Emitter) -> None:
 
 
 if __name__ == "__main__":
-    probe_main(collect)
+    probe_main(collect, FACTS)

@@ -8,6 +8,11 @@ import time
 
 from .base import Emitter, probe_main, run_tool
 
+# every fact this probe may emit: what the nvidia-smi parser finds, and the tool's own error
+FACTS = ("nvidia.driver_version", "nvidia.cuda_version", "nvidia.smi_error", "nvidia.compute_caps", "driver.nvidia_loaded",
+         "gpu.count", "gpu.names", "gpu.vendors", "gpu.uuids", "gpu.vram_total_bytes", "gpu.vram_used_bytes",
+         "gpu.vram_free_bytes")
+
 
 def collect(root: str, out: Emitter) -> None:
     if root not in ("", "/"):
@@ -100,4 +105,4 @@ def _others(exe: str, out: Emitter) -> str:
 
 
 if __name__ == "__main__":
-    probe_main(collect)
+    probe_main(collect, FACTS)

@@ -12,6 +12,14 @@ import shutil
 
 from .base import Emitter, probe_main, read_file, rpath, run_tool
 
+# every fact this probe may emit: its own, and what the rocminfo, rocm-smi/amd-smi and hipconfig parsers find
+FACTS = ("rocm.installed", "rocm.version", "rocm.path", "rocm.paths", "rocminfo.ok", "rocminfo.error", "rocm_smi.error",
+         "ollama.version", "hsa.runtime_version", "hip.platform", "hip.clang_version", "hip.runtime_version",
+         "driver.amdgpu_loaded", "driver.amdgpu_version", "kfd.present", "kfd.permission_denied", "kfd.open_error",
+         "container.kind", "container.present", "gpu.count", "gpu.names", "gpu.gfx_targets", "gpu.isa_names",
+         "gpu.uuids", "gpu.xnack_enabled", "gpu.integrated_count", "gpu.discrete_count", "gpu.first_is_integrated",
+         "gpu.vram_total_bytes", "gpu.vram_used_bytes", "gpu.vram_free_bytes", "env.set_names", "os.kernel", "os.name")
+
 DPKG_ROCM_PACKAGES = ("rocm-core", "hip-runtime-amd", "rocminfo", "libamdhip64-5", "libamdhip64-6", "rocm-hip-runtime")
 
 
@@ -243,4 +251,4 @@ def _others(root: str, prefixes: list[str], out: Emitter) -> None:
 
 
 if __name__ == "__main__":
-    probe_main(collect)
+    probe_main(collect, FACTS)

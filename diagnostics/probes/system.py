@@ -11,6 +11,12 @@ import re
 
 from .base import Emitter, probe_main, read_file, rpath, run_tool
 
+# every fact this probe may emit: its own, and what the dmesg parser finds in the kernel log
+FACTS = ("os.name", "os.id", "os.version_id", "os.kernel", "os.kernel_cmdline", "os.secure_boot", "os.iommu_enabled",
+         "host.mem_total_bytes", "host.mem_available_bytes", "host.swap_total_bytes", "host.cpu_count",
+         "host.cpu_model", "host.arch", "container.present", "container.kind", "system.virtualization",
+         "driver.amdgpu_loaded", "driver.amdgpu_version", "driver.amdgpu_blacklisted", "driver.amdgpu_missing_firmware", "driver.nvidia_loaded", "nvidia.driver_version", "gpu.gtt_total_bytes", "gpu.pcie_atomics", "gpu.vram_total_bytes", "os.secure_boot", "pci.amd_gpu_ids", "host.cpu_model")
+
 KLOG_RE = re.compile(r"(?i)amdgpu|kfd|\[drm|nvrm|nvidia|out of memory|oom-kill|oom_reaper|killed process|"
                      r"iommu|amd-vi|dmar|secureboot|secure boot|lockdown|module verification|"
                      r"firmware|page fault|ring \w+ timeout|gpu reset|hardware error|pcie bus error")
@@ -54,6 +60,33 @@ def container_kind(root: str) -> str | None:
         m = re.search(r"container=([a-z-]+)", env1)
         return m.group(1) if m else "container"
     return None
+
+
+# DMI sys_vendor / product_name of virtual machines -> the name reported (systemd-detect-virt's table, in short)
+_DMI_VM = (("qemu", "qemu"), ("kvm", "kvm"), ("vmware", "vmware"), ("virtualbox", "virtualbox"), ("innotek", "virtualbox"),
+           ("microsoft corporation", "hyper-v"), ("xen", "xen"), ("amazon ec2", "amazon"), ("google compute engine", "google"),
+           ("google", "google"), ("openstack", "kvm"), ("bochs", "bochs"), ("parallels", "parallels"), ("bhyve", "bhyve"),
+           ("cloud hypervisor", "cloud-hypervisor"), ("firecracker", "firecracker"))
+
+
+def virtualization(root: str) -> str | None:
+    """'none' on bare metal, the hypervisor's name in a VM ('vm' when only the CPU says there is one), None when
+    nothing could be read.  Reads DMI (/sys/class/dmi/id), /sys/hypervisor/type and the cpuinfo 'hypervisor' flag."""
+    dmi = " ".join((read_file(root, f"/sys/class/dmi/id/{f}") or "").strip().lower()
+                   for f in ("sys_vendor", "product_name", "bios_vendor"))
+    # Hyper-V's vendor is "Microsoft Corporation" on its VMs only with product "Virtual Machine"
+    for needle, name in _DMI_VM:
+        if needle in dmi and (name != "hyper-v" or "virtual machine" in dmi):
+            return name
+    hv = (read_file(root, "/sys/hypervisor/type") or "").strip().lower()
+    if hv:
+        return hv
+    cpuinfo = read_file(root, "/proc/cpuinfo", limit=4 << 20)
+    if cpuinfo is None:
+        return None
+    if re.search(r"^flags\s*:.*\bhypervisor\b", cpuinfo, re.M):
+        return "vm"
+    return "none" if re.search(r"^flags\s*:", cpuinfo, re.M) else None
 
 
 def secure_boot(root: str) -> bool | None:
@@ -108,6 +141,11 @@ def collect(root: str, out: Emitter) -> None:
             pass
     if os.path.isdir(rpath(root, "/sys/class/iommu")):
         out.fact("os.iommu_enabled", bool(os.listdir(rpath(root, "/sys/class/iommu"))))
+    virt = virtualization(root)
+    if virt:
+        out.fact("system.virtualization", virt)
+        if virt != "none":
+            out.evidence("system", "running in a virtual machine" + ("" if virt == "vm" else f" ({virt})"))
     kind = container_kind(root)
     out.fact("container.present", kind is not None)
     if kind:
@@ -147,4 +185,4 @@ def collect(root: str, out: Emitter) -> None:
 
 
 if __name__ == "__main__":
-    probe_main(collect)
+    probe_main(collect, FACTS)

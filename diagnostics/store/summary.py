@@ -59,12 +59,9 @@ def top_diagnosis(report: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def verdict(report: dict[str, Any]) -> str:
-    """'problems' (a non-benign diagnosis of severity critical/error/warning), 'incomplete' (a probe crashed or
-    timed out), else 'healthy' -- the shared rule of diagnostics.verdicts, so the store
-    does not import the KB machinery.  A report that carries its own string 'verdict' keeps it."""
-    v = report.get("verdict")
-    if isinstance(v, str) and v:
-        return v[:16]
+    """The shared rule of diagnostics.verdicts (problems, unexplained, incomplete, healthy), recomputed from the
+    report's diagnoses and checks: a 'verdict' key stored in the report is never trusted (it could say
+    "problems" over zero diagnoses)."""
     return compute(report)
 
 
