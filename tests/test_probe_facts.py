@@ -44,6 +44,22 @@ def test_every_fact_named_in_the_source_is_declared(spec):
     assert not missing, f"{spec.id} emits undeclared facts: {missing}"
 
 
+@pytest.mark.parametrize("pid", ["nvidia", "rocm"])
+def test_the_gpu_process_facts_are_declared(pid):
+    """The probes that ask for the compute processes emit what gpuprocs and process_facts compute."""
+    from diagnostics.parsers.base import GpuProcess, process_facts
+    from diagnostics.probes.gpuprocs import load_facts
+
+    spec = next(p for p in PROBES if p.id == pid)
+    emitted = set(process_facts([GpuProcess(1, "python3", 1 << 30, "0")]))
+    emitted |= set(load_facts([{"index": 0, "busy": 50.0, "used": 1, "total": 2}]))
+    emitted.add("gpu.other_process_mem_fraction")
+    src = (PROBE_DIR / f"{pid}.py").read_text(encoding="utf-8")
+    emitted |= set(re.findall(r"""facts\[["']([a-z_]+\.[a-z_]+)["']\]\s*=""", src))
+    missing = sorted(n for n in emitted if not declared(n, spec.provides))
+    assert not missing, f"{pid} emits undeclared facts: {missing}"
+
+
 @pytest.mark.parametrize("pid", sorted(FORWARDS))
 def test_every_fact_a_forwarded_parser_finds_is_declared(pid):
     spec = next(p for p in PROBES if p.id == pid)

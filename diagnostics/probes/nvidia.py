@@ -11,7 +11,10 @@ from .base import Emitter, probe_main, run_tool
 # every fact this probe may emit: what the nvidia-smi parser finds, and the tool's own error
 FACTS = ("nvidia.driver_version", "nvidia.cuda_version", "nvidia.smi_error", "nvidia.compute_caps", "driver.nvidia_loaded",
          "gpu.count", "gpu.names", "gpu.vendors", "gpu.uuids", "gpu.vram_total_bytes", "gpu.vram_used_bytes",
-         "gpu.vram_free_bytes")
+         "gpu.vram_free_bytes",
+         # the compute processes and the GPU's load (diagnostics/probes/gpuprocs.py, parsers.base.process_facts)
+         "gpu.processes", "gpu.other_process_count", "gpu.other_process_mem_bytes",
+         "gpu.other_process_mem_fraction", "gpu.busy_percent", "gpu.mem_used_fraction")
 
 
 def collect(root: str, out: Emitter) -> None:
