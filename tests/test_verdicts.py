@@ -147,3 +147,18 @@ def test_report_texts_is_every_text_once():
            "generation": {"log": "four"}}
     assert service.report_texts(rep) == [("a", "one"), ("d", "two"), ("probe:rocm:rocminfo", "three"),
                                          ("generation", "four")]
+
+
+def test_a_saved_session_is_listed_under_its_recomputed_verdict(tmp_path):
+    """A report that says 'incomplete' for a crash without a cause is stored and listed as 'unexplained', and stays
+    so through re-diagnosis."""
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    old = service.new_report("live")
+    old["probes"] = [{"id": "torch", "title": "PyTorch", "status": "crashed", "error": "crashed with SIGSEGV",
+                      "facts": {}, "logs": []}]
+    old["facts"] = {"torch.build": "rocm"}
+    old["verdict"] = "incomplete"
+    sid = store.save(old)
+    store.rediagnose(sid)
+    rows, _ = store.list_sessions(verdict="unexplained")
+    assert [r["id"] for r in rows] == [sid]

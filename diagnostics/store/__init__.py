@@ -610,7 +610,9 @@ class Store:
         diff = compare_reports(old, new)
 
         def findings(r: dict[str, Any]) -> str:
-            return dumps([r.get("diagnoses"), r.get("not_ruled_out"), r.get("kb_version")])
+            # the verdict's inputs too: a session saved before "unexplained" existed gets its new verdict stored
+            return dumps([r.get("diagnoses"), r.get("not_ruled_out"), r.get("kb_version"), r.get("root_causes"),
+                          r.get("unexplained"), r.get("verdict")])
 
         changed = findings(old) != findings(new)
 
