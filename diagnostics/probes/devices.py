@@ -19,10 +19,10 @@ GPU_GROUPS = ("render", "video")
 # every fact this probe may emit (its ProbeSpec.provides is read from here)
 FACTS = ("pci.amd_gpu_count", "pci.nvidia_gpu_count", "pci.amd_gpu_ids", "pci.gpu_count", "pci.gpu_slots",
          "driver.amdgpu_loaded", "driver.amdgpu_version", "driver.nvidia_loaded", "driver.amdgpu_blacklisted",
-         "driver.amdgpu_dkms_status", "user.uid", "user.is_root", "user.groups", "user.in_render_group",
-         "user.in_video_group", "user.db_groups", "user.groups_pending_relogin", "user.missing_device_gids",
-         "kfd.present", "kfd.group", "kfd.permission_denied", "kfd.open_error", "dri.render_nodes", "dri.group",
-         "dri.permission_denied")
+         "driver.amdgpu_dkms_status", "driver.nvidia_module_available", "user.uid", "user.is_root", "user.groups",
+         "user.in_render_group", "user.in_video_group", "user.db_groups", "user.groups_pending_relogin",
+         "user.missing_device_gids", "kfd.present", "kfd.group", "kfd.permission_denied", "kfd.open_error",
+         "dri.render_nodes", "dri.group", "dri.permission_denied")
 
 
 def _group_name(gid: int, root: str) -> str:

@@ -14,8 +14,10 @@ from .base import Emitter, probe_main, read_file, rpath, run_tool
 # every fact this probe may emit: its own, and what the dmesg parser finds in the kernel log
 FACTS = ("os.name", "os.id", "os.version_id", "os.kernel", "os.kernel_cmdline", "os.secure_boot", "os.iommu_enabled",
          "host.mem_total_bytes", "host.mem_available_bytes", "host.swap_total_bytes", "host.cpu_count",
-         "host.cpu_model", "host.arch", "container.present", "container.kind", "system.virtualization",
-         "driver.amdgpu_loaded", "driver.amdgpu_version", "driver.amdgpu_blacklisted", "driver.amdgpu_missing_firmware", "driver.nvidia_loaded", "nvidia.driver_version", "gpu.gtt_total_bytes", "gpu.pcie_atomics", "gpu.vram_total_bytes", "os.secure_boot", "pci.amd_gpu_ids", "host.cpu_model")
+         "host.cpu_model", "host.arch", "host.shm_total_bytes", "container.present", "container.kind",
+         "system.virtualization", "driver.amdgpu_loaded", "driver.amdgpu_version", "driver.amdgpu_blacklisted",
+         "driver.amdgpu_missing_firmware", "driver.nvidia_loaded", "nvidia.driver_version", "gpu.gtt_total_bytes",
+         "gpu.pcie_atomics", "gpu.vram_total_bytes", "pci.amd_gpu_ids")
 
 KLOG_RE = re.compile(r"(?i)amdgpu|kfd|\[drm|nvrm|nvidia|out of memory|oom-kill|oom_reaper|killed process|"
                      r"iommu|amd-vi|dmar|secureboot|secure boot|lockdown|module verification|"
