@@ -15,6 +15,7 @@ import importlib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -37,11 +38,17 @@ def declared_facts(module: str, script: str) -> tuple[str, ...]:
     if module:
         return tuple(importlib.import_module(f"{__name__}.{module}").FACTS)
     # a script run by another interpreter is not imported here: its FACTS literal is read from the source
+    # (the values of its NEIGHBOURS table, package -> fact, are declared facts too)
     tree = ast.parse((Path(__file__).resolve().parent / script).read_text(encoding="utf-8"))
+    found: dict[str, Any] = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "FACTS" for t in node.targets):
-            return tuple(ast.literal_eval(node.value))
-    raise LookupError(f"{script} declares no FACTS")
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name) and t.id in ("FACTS", "NEIGHBOURS"):
+                    found[t.id] = ast.literal_eval(node.value)
+    if "FACTS" not in found:
+        raise LookupError(f"{script} declares no FACTS")
+    return tuple(dict.fromkeys(list(found["FACTS"]) + list((found.get("NEIGHBOURS") or {}).values())))
 
 
 PROBES: list[ProbeSpec] = [

@@ -26,9 +26,9 @@ NEIGHBOURS = {
 }
 TORCH_DISTS = ("torch", "torch-rocm", "torch-cuda", "torch-cpu", "pytorch")
 
-# every fact this probe may emit (the parent reads this literal for ProbeSpec.provides; keep it a plain tuple)
-FACTS = ("python.version", "python.executable", "pkg.transformers", "pkg.accelerate", "pkg.bitsandbytes",
-         "pkg.flash_attn", "pkg.vllm", "pkg.vllm_build", "pkg.triton", "pkg.torchvision", "pkg.nvidia_wheels",
+# every fact this probe may emit, with the values of NEIGHBOURS above (the parent reads both literals for
+# ProbeSpec.provides; keep them plain literals)
+FACTS = ("python.version", "python.executable", "pkg.vllm_build", "pkg.nvidia_wheels",
          "pkg.torch_duplicates", "pkg.bitsandbytes_rocm_lib_missing", "torch.installed", "torch.version",
          "torch.build", "torch.installer", "torch.import_error", "torch.location", "torch.hip_version",
          "torch.cuda_version", "torch.cuda_available", "torch.arch_list", "torch.device_count", "torch.device_names",
@@ -42,7 +42,7 @@ def emit(rec):
 
 def fact(name, value):
     if value is not None:
-        if name not in FACTS:
+        if name not in FACTS and name not in NEIGHBOURS.values():
             emit({"note": "fact %s is not in this probe's FACTS declaration" % name})
         emit({"fact": name, "value": value})
 
