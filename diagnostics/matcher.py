@@ -16,11 +16,13 @@ from typing import Any, Iterable
 import re2
 
 from .kb import SEVERITY_RANK, Cond, Entry, KnowledgeBase, parse_version, select_variant
+from .textnorm import clean_log, joined_wraps
+
+__all__ = ["Matcher", "LogScan", "clean_log", "rank", "evaluate", "evaluate_entry", "run_entry_tests"]
 
 TRUE, FALSE, UNKNOWN = 1, 0, -1
 MAX_EVIDENCE_PER_PATTERN = 3
 MAX_EXCERPT = 400
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 
 @dataclass
@@ -35,21 +37,6 @@ class Outcome:
     value: int
     evidence: list[dict[str, Any]] = field(default_factory=list)
     unknown: set[str] = field(default_factory=set)
-
-
-def clean_log(text: str) -> str:
-    """Normalise pasted text: drop ANSI colour codes, NULs and carriage-return progress redraws."""
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    if "\x00" in text:
-        text = text.replace("\x00", "")
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates (from JSON escapes): RE2 only takes valid UTF-8
-        text = text.encode("utf-8", "replace").decode("utf-8")
-    return text
 
 
 def _excerpt(text: str, start: int, end: int) -> tuple[int, str]:
@@ -100,27 +87,44 @@ class LogScan:
             self._set = s
 
     def scan(self, logs: list[tuple[str, str]]) -> dict[str, list[Hit]]:
-        """One set pass per chunk tells which patterns occur where; only those chunks are searched again."""
+        """One set pass per chunk tells which patterns occur where; only those chunks are searched again.
+
+        Then the hard-wrapped runs of each log, joined back into single lines (textnorm.joined_wraps), are
+        scanned for the patterns the log itself did not show: a signature cut by a terminal or a forum's wrap
+        still matches, with the line number of the run's first line."""
         hits: dict[str, list[Hit]] = {}
         if not self.patterns:
             return hits
         for name, text in logs:
             if not text:
                 continue
-            line_base = 0
-            for chunk in _chunks(text):
-                for i in self._candidates(chunk):
-                    p = self.patterns[i]
-                    have = hits.setdefault(p, [])
-                    if sum(1 for h in have if h.source == name) >= MAX_EVIDENCE_PER_PATTERN:
-                        continue
-                    for m in self.compiled[i].finditer(chunk):
-                        line, ex = _excerpt(chunk, m.start(), m.end())
-                        have.append(Hit(name, line_base + line, ex))
-                        if sum(1 for h in have if h.source == name) >= MAX_EVIDENCE_PER_PATTERN:
-                            break
-                line_base += chunk.count("\n")
+            self._scan_one(name, text, hits)
+            appendix, starts = joined_wraps(text)
+            if appendix:
+                self._scan_one(name, appendix, hits, line_map=starts,
+                               skip={p for p, hs in hits.items() if any(h.source == name for h in hs)})
         return {p: h for p, h in hits.items() if h}
+
+    def _scan_one(self, name: str, text: str, hits: dict[str, list[Hit]], line_map: list[int] | None = None,
+                  skip: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+        line_base = 0
+        for chunk in _chunks(text):
+            for i in self._candidates(chunk):
+                p = self.patterns[i]
+                if p in skip:
+                    continue
+                have = hits.setdefault(p, [])
+                if sum(1 for h in have if h.source == name) >= MAX_EVIDENCE_PER_PATTERN:
+                    continue
+                for m in self.compiled[i].finditer(chunk):
+                    line, ex = _excerpt(chunk, m.start(), m.end())
+                    line += line_base
+                    if line_map is not None:
+                        line = line_map[min(line, len(line_map)) - 1]
+                    have.append(Hit(name, line, ex))
+                    if sum(1 for h in have if h.source == name) >= MAX_EVIDENCE_PER_PATTERN:
+                        break
+            line_base += chunk.count("\n")
 
     def _candidates(self, text: str) -> list[int]:
         # google-re2 answers None for "no pattern matched"

@@ -28,13 +28,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..textnorm import strip_ansi  # noqa: F401  (re-exported for rocm_smi / amd_smi)
 from .base import ParseResult, guarded_parse
 
 KIND = "rocminfo"
 
 # --- helpers shared with rocm_smi / amd_smi ---------------------------------------------------------
 
-_ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # a gfx target keeps all its hex digits (gfx90a, gfx90c, gfx1151); "gfx9-generic" / "gfx11-generic"
 # are generic ISAs, not targets, and must not match as "gfx9" / "gfx11".
 GFX_RE = re.compile(r"gfx[0-9a-f]+(?![0-9a-zA-Z_-])")
@@ -68,8 +68,6 @@ def cut_marker(text: str) -> str | None:
     return m.group(0).strip() if m else None
 
 
-def strip_ansi(text: str) -> str:
-    return _ANSI_RE.sub("", text) if "\x1b" in text else text
 
 
 def normalise_gfx(token: str) -> tuple[str | None, bool]:

@@ -18,6 +18,7 @@ import sys
 from typing import Any, Callable
 
 from ..runner import emit
+from ..textnorm import strip_ansi
 
 
 def declared(name: str, facts: tuple[str, ...] | frozenset[str]) -> bool:
@@ -141,10 +142,6 @@ def run_tool(argv: list[str], timeout: float = 15.0, env: dict[str, str] | None 
     return p.returncode, strip_ansi(out.decode("utf-8", "replace")), strip_ansi(err.decode("utf-8", "replace")), problem
 
 
-def strip_ansi(text: str) -> str:
-    import re
-
-    return re.sub(r"\x1b\[[0-9;?]*[ -/]*[@-~]", "", text) if "\x1b" in text else text
 
 
 def probe_main(collect: Callable[[str, Emitter], None], facts: tuple[str, ...] | None = None) -> None:

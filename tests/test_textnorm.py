@@ -1,0 +1,129 @@
+"""The one log normaliser (diagnostics/textnorm.py): real signatures behind the prefixes, colours, wraps and
+punctuation that the layers between a tool and a paste add, still found by the real knowledge base.
+
+The signature lines are verbatim from public reports (source beside each); the variants are what journald,
+`docker logs -t`, kubectl, a terminal, a forum's wrap or a Chinese IME make of them.
+"""
+from __future__ import annotations
+
+import pytest
+
+from diagnostics.kb import load_kb
+from diagnostics.matcher import Matcher, clean_log
+from diagnostics.textnorm import fold_punctuation, joined_wraps, strip_ansi, strip_prefixes
+
+
+@pytest.fixture(scope="module")
+def matcher():
+    return Matcher(load_kb())
+
+
+def first(matcher, text):
+    res = matcher.match({}, [("log", text)])
+    return [d["id"] for d in res["diagnoses"]]
+
+
+# https://github.com/pytorch/pytorch/issues/85909 (Steam Deck, ROCm 5.1.1 wheel)
+NO_BINARY = '"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"'
+# https://github.com/ollama/ollama/issues/8772 (journald in a zh_CN locale, verbatim)
+OLLAMA = ('2月 02 19:28:37 lichao ollama[20609]: time=2025-02-02T19:28:37.628+08:00 level=INFO '
+          'source=amd_linux.go:404 msg="no compatible amdgpu devices detected"')
+# collect_env lines as torch.utils.collect_env prints them (anchored patterns in the KB)
+COLLECT_ENV = ["PyTorch version: 2.5.1+cpu", "Is debug build: False", "CUDA used to build PyTorch: None",
+               "ROCM used to build PyTorch: N/A", "", "OS: Ubuntu 22.04.4 LTS (x86_64)", "Is CUDA available: False"]
+
+
+@pytest.mark.parametrize("prefix", [
+    "Mar 03 12:00:01 gpu-box python3[4711]: ",                 # journalctl -u of a service running python
+    "Mar  3 12:00:01 gpu-box kernel: ",                        # classic syslog
+    "2024-05-01T12:00:00.123456789Z ",                         # docker logs -t
+    "2024-05-01T12:00:00.123456789Z stderr F ",                # a CRI container log file (k8s node)
+    "2024-05-01T12:00:00.123456+00:00 gpu-box python3[4711]: ",  # rsyslog high precision
+    "[2024-05-01 12:00:00.123] ",                               # ComfyUI's log prefix
+    "05/01/2024 12:00:00 PM ",                                  # a Windows tool's timestamp
+    "\x1b[31m",                                                 # colour
+])
+def test_anchored_signatures_match_behind_prefixes(matcher, prefix):
+    text = "\n".join(prefix + line for line in COLLECT_ENV)
+    assert "torch-cpu-only-wheel" in first(matcher, text)
+    assert first(matcher, prefix + NO_BINARY)[0] == "hip-no-binary-for-gpu"
+
+
+def test_journald_in_a_chinese_locale_and_kernel_clock(matcher):
+    assert clean_log(OLLAMA).startswith("time=2025-02-02T19:28:37.628+08:00 level=INFO")
+    assert "ollama-amd-gpu-unsupported-cpu-fallback" in first(matcher, OLLAMA)
+    line = "Mar 03 12:00:01 box kernel: [    3.353884] amdgpu 0000:19:00.0: amdgpu: Fatal error during GPU init"
+    assert clean_log(line) == "amdgpu 0000:19:00.0: amdgpu: Fatal error during GPU init"
+
+
+def test_prompts_and_quotes():
+    text = ">>> import torch\n>>> torch.cuda.is_available()\nFalse\n$ rocminfo\nuser@host:~/sd$ ./webui.sh\n> RuntimeError: x"
+    assert clean_log(text).split("\n") == ["import torch", "torch.cuda.is_available()", "False", "rocminfo",
+                                           "./webui.sh", "RuntimeError: x"]
+    # what tools print at a line start is left alone: pip/uv lists, ls -l, indentation, shell job notices
+    keep = " - torch==2.5.1+rocm6.2\n + torch==2.5.1+cu124\ncrw-rw---- 1 root render 234, 0 /dev/kfd\n  File \"x\"\n[1]+  Killed  python x.py"
+    assert clean_log(keep) == keep
+
+
+def test_ansi_in_every_form():
+    assert strip_ansi("\x1b[1;31mERROR\x1b[0m: \x1b]0;title\x07ok\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\") == "ERROR: oklink"
+    assert strip_ansi("[31mRuntimeError[0m: HIP error") == "RuntimeError: HIP error"  # a forum ate the ESC byte
+    assert strip_ansi("\x1b(B\x1b[?25lx") == "x"
+    assert strip_ansi("plain [text] stays") == "plain [text] stays"
+
+
+def test_full_width_punctuation_in_chinese_logs(matcher):
+    assert fold_punctuation("错误：（gfx1031）“x”，ｙ") == '错误:(gfx1031)"x",y'
+    # a Chinese-locale paste of a real signature (full-width colon and parentheses typed by an IME)
+    text = "运行报错：hipErrorNoBinaryForGpu：Unable to find code object for all current devices！"
+    assert first(matcher, text)[0] == "hip-no-binary-for-gpu"
+    text = "RuntimeError：HIP out of memory． Tried to allocate 2.00 GiB（GPU 0；15.98 GiB total capacity）"
+    assert "hip-out-of-memory" in first(matcher, text)
+
+
+def test_carriage_return_progress_bars_keep_the_error(matcher):
+    text = "Loading:  10%|#         |\r Loading:  50%|#####     |\rRuntimeError: HIP out of memory. Tried to allocate\r\n"
+    assert "hip-out-of-memory" in first(matcher, text)
+    assert "\r" not in clean_log(text)
+
+
+def test_fixed_width_wrap_is_joined(matcher):
+    # a terminal 80 columns wide cut the signature in the middle of a word; three lines show the width
+    long = ("torch._C._cuda_init() in the first step of the training loop on the GPU: Unable to find code object "
+            "for all current devices! Aborted (core dumped)")
+    lines = [long[i:i + 80] for i in range(0, len(long), 80)]
+    assert len(lines) == 2 and len(lines[0]) == 80
+    pad = ["x" * 80, "y" * 80, "z" * 80]
+    text = "\n".join(pad + lines)
+    assert "Unable to find code object for all current devices" not in text.replace("\n", "\x00")
+    assert first(matcher, text)[0] == "hip-no-binary-for-gpu"
+
+
+def test_word_wrap_by_a_forum_is_joined(matcher):
+    # the detectron2 traceback of https://github.com/facebookresearch/detectron2/issues/62 (Windows, CPU torch),
+    # word-wrapped at 60 columns by a mail/forum client: the space at the break is gone
+    text = ('  File "C:\\Users\\x\\Anaconda3\\lib\\site-packages\\torch\\cuda\\__init__.py", line 221,\n'
+            "in _lazy_init\n"
+            '    raise AssertionError("Torch not compiled with CUDA\n'
+            'enabled")\n')
+    assert "Torch not compiled with CUDA enabled" not in text
+    assert "torch-not-compiled-with-cuda" in first(matcher, text)
+
+
+def test_a_word_cut_without_a_known_width_reads_both_ways(matcher):
+    text = ("Traceback: torch._C._cuda_init() RuntimeError: hipErrorNoBinaryForGpu: Unable to find code obje\n"
+            "ct for all current devices!\n")
+    appendix, starts = joined_wraps(text)
+    assert "code object for all" in appendix and starts == [1, 1]
+    res = Matcher(load_kb()).match({}, [("log", "\n".join(["ok"] * 5) + "\n" + text.replace("hipErrorNoBinaryForGpu: ", ""))])
+    ev = [e for d in res["diagnoses"] if d["id"] == "hip-no-binary-for-gpu" for e in d["evidence"]]
+    assert ev and ev[0]["line"] == 6          # the line where the wrapped run starts
+
+
+def test_wrap_appendix_is_bounded_and_short_lines_are_never_joined():
+    text = "\n".join(["short line"] * 1000)
+    assert joined_wraps(text) == ("", [])
+    text = "\n".join(["a" * 79 + " b"] * 5000)
+    appendix, _ = joined_wraps(text)
+    assert len(appendix) <= 2 * len(text)
+    assert max(len(x) for x in appendix.split("\n")) <= 6 * 82
