@@ -7,6 +7,13 @@ import os
 import sys
 from typing import Any
 
+from .parsers import KINDS as _PARSER_KINDS
+
+
+def parsers_kinds() -> list[str]:
+    """The dump kinds `parse --kind` accepts (the parser registry's list)."""
+    return list(_PARSER_KINDS)
+
 EXIT_OK, EXIT_PROBLEMS, EXIT_TOOL = 0, 1, 2
 
 
@@ -285,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("parse", help="extract facts from a pasted dump")
     sp.add_argument("file")
     sp.add_argument("--kind", default="auto",
-                    choices=["auto", "collect_env", "rocminfo", "rocm_smi", "amd_smi", "hipconfig", "dmesg", "nvidia_smi"])
+                    choices=["auto", *parsers_kinds()])
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_parse)
 

@@ -245,7 +245,7 @@ def rank_key(d: dict[str, Any]) -> tuple:
     """The order of diagnoses before causes are put above their consequences: real problems before benign
     messages, confirmed before possible, then confidence, severity, id."""
     return (bool(d.get("benign")), d.get("basis") == "possible", -float(d.get("confidence") or 0),
-            SEVERITY_RANK.get(d.get("severity"), 9), str(d.get("id")))
+            specificity_key(d), SEVERITY_RANK.get(d.get("severity"), 9), str(d.get("id")))
 
 
 def order(diagnoses: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -298,8 +298,35 @@ def rank(entries: list[Entry], facts: dict[str, Any], hits: dict[str, list[Hit]]
     for d in fired.values():
         if d["consequence_of"] and not d["benign"]:
             d["confidence"] = round(d["confidence"] * 0.5, 3)
+    for eid, d in fired.items():
+        d["specificity"] = specificity(by_id[eid], d["evidence"], hits)
     ranked = order(list(fired.values()))
     return {"diagnoses": ranked, "not_ruled_out": not_ruled_out, "root_causes": root_causes(ranked)}
+
+
+_REGEX_NOISE = re.compile(r"\\[dDsSwWbB]|\[[^\]]*\]|\(\?[imsx-]+\)|\{\d+(?:,\d*)?\}|[\\^$.*+?()|]")
+
+
+def _literal_len(pattern: str) -> int:
+    """How much fixed text a pattern demands (classes, escapes and operators count nothing): a full
+    ``hipErrorNoBinaryForGpu: Unable to find code object`` outweighs a bare ``HIP error``."""
+    return sum(1 for ch in _REGEX_NOISE.sub("", pattern) if ch.isalnum())
+
+
+def specificity(entry: Entry, evidence: list[dict[str, Any]], hits: dict[str, list[Hit]]) -> dict[str, Any]:
+    """How specific a diagnosis's evidence is: facts and a log together, and the most fixed text among the
+    entry's log patterns that matched (stored on the diagnosis; :func:`specificity_key` orders by it)."""
+    kinds = {x.get("kind") for x in evidence}
+    longest = max((_literal_len(p) for p in entry.when.log_patterns() if hits.get(p)), default=0)
+    return {"fact_and_log": {"log", "fact"} <= kinds, "pattern_text": longest}
+
+
+def specificity_key(d: dict[str, Any]) -> tuple[int, int]:
+    """The tie-break among diagnoses of equal confidence (smaller sorts first): evidence from facts and a log
+    together before one kind alone, then the longer fixed pattern text (a full ``hipErrorNoBinaryForGpu`` line
+    before a bare ``HIP error``)."""
+    sp = d.get("specificity") or {}
+    return (0 if sp.get("fact_and_log") else 1, -int(sp.get("pattern_text") or 0))
 
 
 def diagnosis_dict(e: Entry, confidence: float, evidence: list[dict[str, Any]],

@@ -39,13 +39,15 @@ _NEEDS_FOLD = re.compile("[\uff01-\uff5e\u3000\u00a0\u202f\u2007\u200b-\u200d\uf
 # Line prefixes added by the layers between a tool and the paste.  Each alternative is anchored and bounded (no
 # nested unbounded repetition), and at most four are removed from one line, so the pass stays linear.
 _MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec|\d{1,2}月)"   # journald in a zh_CN locale: "2月 02"
+# the program of a syslog line: "ollama[1234]" or the kernel; a bare word is not taken ("PyTorch version: ...")
+_PROG = r"(?:[\w./@-]{1,64}\[\d{1,10}\]|kernel)"
 _ISO = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
 _PREFIX = re.compile(
     r"(?m)^(?:"
     # journald / syslog: "Mar 03 12:00:01 host kernel: ", "Mar  3 12:00:01 host ollama[1234]: "
-    rf"{_MON} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{{1,9}})? [\w.-]{{1,64}} [\w./@-]{{1,64}}(?:\[\d{{1,10}}\])?: "
+    rf"{_MON} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{{1,9}})? [\w.-]{{1,64}} {_PROG}: "
     # rsyslog high-precision: "2024-05-01T12:00:00.123456+00:00 host kernel: "
-    rf"|{_ISO} [\w.-]{{1,64}} [\w./@-]{{1,64}}(?:\[\d{{1,10}}\])?: "
+    rf"|{_ISO} [\w.-]{{1,64}} {_PROG}: "
     # docker logs -t / kubectl --timestamps / CRI files: "2024-05-01T12:00:00.123456789Z stdout F "
     rf"|{_ISO} (?:std(?:out|err) [FP] )?"
     # bracketed timestamps (ComfyUI, Windows tools, Python logging): "[2024-05-01 12:00:00.123] ", "[12:00:01] "

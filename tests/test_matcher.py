@@ -105,3 +105,26 @@ def test_set_scan_agrees_with_pattern_by_pattern_search():
     assert len(texts) > 50
     for t in texts:
         assert m.scan._candidates(t) == m.scan.candidates_slow(t)
+
+
+def test_a_specific_signature_ranks_above_a_generic_one_of_equal_confidence(tmp_path):
+    """Equal confidence: the entry whose matched pattern demands more fixed text comes first, whatever the ids'
+    alphabetical order; and evidence from a fact and a log together comes before a log alone."""
+    files = {
+        "a-generic": entry("a-generic", "log: '(?i)\\bHIP error\\b'", extra="confidence: 0.8"),
+        "z-specific": entry("z-specific", "log: 'hipErrorNoBinaryForGpu: Unable to find code object'",
+                            extra="confidence: 0.8"),
+        "b-log-only": entry("b-log-only", "log: 'Segmentation fault \\(core dumped\\) in libamdhip64'",
+                            extra="confidence: 0.85"),
+        "y-fact-and-log": entry("y-fact-and-log", "all:\n  - {fact: torch.build, eq: rocm}\n  - log: 'fault'",
+                                extra="confidence: 0.8"),
+    }
+    for k, v in files.items():
+        (tmp_path / f"{k}.yaml").write_text(v)
+    kb = load_kb(tmp_path)
+    assert not kb.errors, kb.errors
+    log = "RuntimeError: HIP error: hipErrorNoBinaryForGpu: Unable to find code object for all current devices\n"
+    assert ids(Matcher(kb).match({}, [("log", log)])) == ["z-specific", "a-generic"]
+    # both kinds of evidence (confidence 0.8 + 0.05) tie with a long log-only pattern at 0.85: fact+log first
+    log = "Segmentation fault (core dumped) in libamdhip64.so\n"
+    assert ids(Matcher(kb).match({"torch.build": "rocm"}, [("log", log)]))[:2] == ["y-fact-and-log", "b-log-only"]

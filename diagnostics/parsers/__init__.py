@@ -10,7 +10,7 @@ import importlib
 
 from .base import ParseResult
 
-KINDS = ("collect_env", "rocminfo", "rocm_smi", "amd_smi", "hipconfig", "dmesg", "nvidia_smi")
+KINDS = ("collect_env", "rocminfo", "rocm_smi", "amd_smi", "hipconfig", "dmesg", "nvidia_smi", "check_script")
 
 MAX_PARSE_BYTES = 8 * 1024 * 1024
 

@@ -1,0 +1,135 @@
+"""The check_script parser: what people paste back from the "verify" step of a setup guide is read for facts.
+
+Real pastes under tests/fixtures/dumps/check_script/ (sidecar YAML names the public report, the facts the parser
+must give and must not give); the label formats below are the print statements of the guides themselves
+(/work/shared guide, ROCm and app READMEs), filled with values.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from diagnostics import facts as factcat
+from diagnostics.parsers import KINDS, _module, available_kinds, check_script, detect_kind
+from diagnostics.parsers import parse as registry_parse
+
+ROOT = Path(__file__).parent / "fixtures" / "dumps"
+SIDECARS = sorted((ROOT / "check_script").glob("*.yaml"))
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _load(sidecar: Path) -> tuple[str, dict]:
+    return sidecar.with_suffix(".txt").read_text(encoding="utf-8"), yaml.safe_load(sidecar.read_text(encoding="utf-8"))
+
+
+def test_registered():
+    assert "check_script" in KINDS and "check_script" in available_kinds()
+    assert len(SIDECARS) >= 4
+
+
+@pytest.mark.parametrize("sidecar", SIDECARS, ids=[p.stem for p in SIDECARS])
+def test_real_pastes(sidecar: Path):
+    text, meta = _load(sidecar)
+    assert str(meta["source"]).startswith("https://") and meta.get("note") and meta["kind"] == "check_script"
+    res = check_script.parse(text)
+    for name, want in (meta.get("expect") or {}).items():
+        assert factcat.check_value(name, want) is None
+        assert res.facts.get(name) == want, f"{name}: want {want!r}, got {res.facts.get(name)!r}"
+    for name in meta.get("absent") or []:
+        assert name not in res.facts, (name, res.facts.get(name))
+    assert factcat.clean_facts(res.facts)[1] == []
+    # auto-detection picks this parser, and no other parser claims the paste more strongly
+    assert detect_kind(text) == "check_script"
+    assert registry_parse(text, "auto").facts == res.facts
+    own = check_script.detect(text)
+    for kind in available_kinds():
+        if kind != "check_script":
+            assert float(_module(kind).detect(text)) < own, kind
+
+
+# the Chinese guide's verify step prints exactly these labels (print(f"PyTorch version: ..."), "Is ROCm available? ...")
+GUIDE_CPU = "PyTorch version: 2.4.1+cpu\nIs ROCm available? False\nDevice name: CPU\n"
+GUIDE_OK = "PyTorch version: 2.4.1+rocm6.0\nIs ROCm available? True\nDevice name: AMD Radeon RX 7900 XTX\n"
+
+
+def test_the_chinese_guides_verify_step():
+    f = check_script.parse(GUIDE_CPU).facts
+    assert f == {"torch.version": "2.4.1+cpu", "torch.build": "cpu", "torch.cuda_available": False,
+                 "torch.installed": True}
+    f = check_script.parse(GUIDE_OK).facts
+    assert f["torch.build"] == "rocm" and f["torch.cuda_available"] is True
+    assert f["gpu.names"] == ["AMD Radeon RX 7900 XTX"] and f["gpu.vendors"] == ["amd"]
+    assert detect_kind(GUIDE_CPU) == "check_script"
+
+
+@pytest.mark.parametrize("text,want", [
+    ("ROCm available: False\nGPU count: 0\nPyTorch version: 2.3.0+rocm6.0",
+     {"torch.cuda_available": False, "torch.device_count": 0, "torch.build": "rocm"}),
+    ("CUDA available: True\nGPU: NVIDIA GeForce RTX 3090\nDevice count: 2\ntorch.version.cuda: 12.1",
+     {"torch.cuda_available": True, "gpu.names": ["NVIDIA GeForce RTX 3090"], "gpu.count": 2,
+      "torch.cuda_version": "12.1", "gpu.vendors": ["nvidia"]}),
+    ("torch: 2.5.0+cu121 cuda: True", {"torch.version": "2.5.0+cu121", "torch.build": "cuda",
+                                       "torch.cuda_available": True}),
+    ("PyTorch: 2.4.0+rocm6.1, ROCm available: True, GPUs: 1",
+     {"torch.version": "2.4.0+rocm6.1", "torch.cuda_available": True, "gpu.count": 1}),
+    ("torch.cuda.is_available(): False\ntorch.version.hip: 6.0.32830-d62f6a171",
+     {"torch.cuda_available": False, "torch.hip_version": "6.0.32830-d62f6a171", "torch.build": "rocm"}),
+    ("2024-05-01T12:00:00Z PyTorch version: 2.2.0+rocm5.7\n2024-05-01T12:00:00Z CUDA/ROCm available: False",
+     {"torch.version": "2.2.0+rocm5.7", "torch.cuda_available": False}),
+])
+def test_label_variants(text, want):
+    f = check_script.parse(text).facts
+    for k, v in want.items():
+        assert f.get(k) == v, (k, f)
+    assert factcat.clean_facts(f)[1] == []
+
+
+def test_a_cpu_build_counting_zero_gpus_says_nothing_about_the_machine():
+    f = check_script.parse("PyTorch version: 2.4.1+cpu\nCUDA available: False\nGPU count: 0").facts
+    assert f["torch.device_count"] == 0 and "gpu.count" not in f
+
+
+def test_values_of_the_wrong_shape_are_ignored():
+    f = check_script.parse("PyTorch version: unknown\nCUDA available: maybe\nDevice name: cuda\nGPU count: many").facts
+    assert f == {}
+
+
+@pytest.mark.parametrize("text", [
+    "Traceback (most recent call last):\n  File \"x.py\", line 3\nRuntimeError: HIP error: invalid device function",
+    "Loading model...\nDone. Device: cuda\n",
+    "hello world\n",
+])
+def test_ordinary_logs_are_not_check_scripts(text):
+    assert check_script.detect(text) == 0.0
+
+
+def test_other_parsers_fixtures_are_not_claimed():
+    for kind in ("collect_env", "rocminfo", "rocm_smi", "amd_smi", "hipconfig", "dmesg", "nvidia_smi"):
+        for txt in sorted((ROOT / kind).glob("*.txt")):
+            text = txt.read_text(encoding="utf-8", errors="replace")
+            assert float(_module(kind).detect(text)) > check_script.detect(text), txt.name
+
+
+def test_pasted_with_a_log_it_gives_facts_to_the_diagnosis():
+    from diagnostics.service import diagnose_text
+
+    res = diagnose_text(logs=[("paste", GUIDE_CPU)])
+    assert res["facts"]["torch.build"] == "cpu"
+    assert any(p["kind"] == "check_script" for p in res["parsed"])
+
+
+def test_cli_parse_kind(tmp_path):
+    import json
+
+    f = tmp_path / "check.txt"
+    f.write_text(GUIDE_OK, encoding="utf-8")
+    for kind in ("check_script", "auto"):
+        out = subprocess.run([sys.executable, "-m", "diagnostics", "parse", str(f), "--kind", kind, "--json"],
+                             capture_output=True, text=True, cwd=REPO, timeout=120)
+        assert out.returncode == 0, out.stderr
+        got = json.loads(out.stdout)
+        assert got["kind"] == "check_script" and got["facts"]["torch.build"] == "rocm"
