@@ -268,6 +268,7 @@ def cmd_match(args: argparse.Namespace) -> int:
         from .service import get_kb
 
         res["diagnoses"] = localize_diagnoses(res["diagnoses"], get_kb()[0], lang)
+        res["possible"] = localize_diagnoses(res.get("possible") or [], get_kb()[0], lang)
     if args.json:
         # the input is the user's own: not echoed back
         _print_json({k: v for k, v in res.items() if k not in ("logs", "dumps", "description")})

@@ -38,14 +38,14 @@ def _confirmed(d: dict[str, Any]) -> bool:
 
 
 def render_diagnoses(diagnoses: list[dict[str, Any]], not_ruled_out: list[dict[str, Any]] | None = None,
-                     lang: str = "en") -> str:
+                     lang: str = "en", possible: list[dict[str, Any]] | None = None) -> str:
     """Causes with evidence and fix, best first; what follows from them (``consequence_of``) only named under
     them (their fixes would repeat or contradict the cause's); guesses apart; benign messages last."""
     out: list[str] = []
     real = [d for d in diagnoses if not d.get("benign") and _confirmed(d)]
     causes = [d for d in real if not d.get("consequence_of")]
     consequences = [d for d in real if d.get("consequence_of")]
-    possible = [d for d in diagnoses if not d.get("benign") and not _confirmed(d)]
+    possible = [d for d in diagnoses if not d.get("benign") and not _confirmed(d)] + list(possible or [])
     benign = [d for d in diagnoses if d.get("benign")]
     if not real:
         out.append(t("report.no_match", lang))
@@ -82,6 +82,7 @@ def render_diagnoses(diagnoses: list[dict[str, Any]], not_ruled_out: list[dict[s
         out.append(t("report.not_ruled_out_header", lang))
         for d in not_ruled_out:
             out.append(f"   ? {d['title']} ({d['id']}): {d['reason']}")
+        out.append("")
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -138,7 +139,7 @@ def render_match(res: dict[str, Any], lang: str = "en") -> str:
     if "verdict" in res:
         out.append(render_verdict(res, lang))
         out.append("")
-    out.append(render_diagnoses(res.get("diagnoses", []), res.get("not_ruled_out"), lang))
+    out.append(render_diagnoses(res.get("diagnoses", []), res.get("not_ruled_out"), lang, res.get("possible")))
     unexplained = render_unexplained(res, lang)
     if unexplained:
         out.append(unexplained)

@@ -360,6 +360,9 @@ def diagnose(report: dict[str, Any], kb_dir: str | None = None,
         merge_symptoms(res, pasted, kb)
     if str(report.get("description") or "").strip():
         merge_symptoms(res, str(report["description"]), kb, prose_only=False)
+    if pasted.strip() and not res["diagnoses"] and not res.get("possible"):
+        # no signature fired and no words around it: the log itself, ranked against the KB, gives the guesses
+        merge_symptoms(res, pasted, kb, source="log", prose_only=False, limit=3)
     for d in res["diagnoses"]:
         if d.get("from_description"):
             d["basis"] = "possible"
@@ -367,6 +370,7 @@ def diagnose(report: dict[str, Any], kb_dir: str | None = None,
     res["diagnoses"] = order(res["diagnoses"])
     report["diagnoses"] = res["diagnoses"]
     report["not_ruled_out"] = res["not_ruled_out"]
+    report["possible"] = res.get("possible") or []   # ranked guesses ("basis": "possible"), apart from the causes
     report["root_causes"] = root_causes(res["diagnoses"])
     report["kb_version"] = kb.version
     report["kb_errors"] = [str(e) for e in kb.errors]

@@ -1,36 +1,54 @@
-"""Symptom descriptions typed by users, in Chinese or English, matched to KB entries.
+"""Symptoms typed in words (English or Chinese), and logs no signature explains, ranked against the KB.
 
-Pasted logs are matched by the KB's own patterns (diagnostics/matcher.py).  People also *describe* what they
-see ("显存不足", "生成非常慢", "torch.cuda.is_available() 返回 False", "GPU is not detected").  This module maps
-such descriptions to KB ids through a declarative lexicon, ``diagnostics/i18n/symptoms.yaml``.
+Pasted logs are matched by the KB's own patterns (diagnostics/matcher.py): that is a *confirmed* finding.  People
+also *describe* what they see ("显存不足", "生成非常慢", "torch.cuda.is_available() 返回 False", "GPU is not
+detected"), and some logs carry no known signature.  For those this module gives *ranked guesses*: BM25
+(the ``rank-bm25`` library, Okapi BM25) over one document per KB entry - its title, symptoms, cause, fix, Chinese
+translation, the logs of its firing test cases and the phrases of the symptom vocabulary that name it
+(``diagnostics/i18n/symptoms.yaml``).  Nothing here scores by hand: the vocabulary only *normalises* words before
+BM25 sees them -
 
-Matching is linear in the text: the text is normalised (NFKC folds full-width characters to half-width, case
-folding, whitespace collapsed, spaces next to CJK characters dropped) and every phrase of the lexicon, escaped
-as a literal and also spelled in traditional characters, is found in one RE2 set pass per chunk.  No phrase
-can make matching slow, however the lexicon grows.
+* NFKC (full-width -> half-width), case folding, common traditional characters -> simplified;
+* synonyms and spellings to one token each (utilisation/utilization/占用率 -> ``util``; VRAM/显存/video memory ->
+  ``vram``; OOM/out of memory/显存不足 -> ``oom``; ...), ASCII variants as whole words;
+* English words stemmed (Snowball, the ``snowballstemmer`` library), a few stop words dropped;
+* Chinese as overlapping character pairs (the bigram indexing of Lucene's CJKAnalyzer): no dictionary to load,
+  and technical compounds a general-purpose segmenter does not know (显存, 核显, 爆显存) are still found.
+
+A guess needs at least one informative word: a description that only names a tool ("ollama"), only says that
+something is wrong ("报错") or only uses words every GPU problem shares ("模型", "GPU") suggests nothing; a tool
+name together with a trouble word ("bitsandbytes 报错") does.  Entries that only the doctor's own measurements
+can establish (``not_from_description`` in the vocabulary) are never guessed.
 
     match_symptoms("显存不足，一加载模型就报错")
-    -> [{"id": "hip-out-of-memory", "score": 0.8, "phrase": "显存不足"}, ...]
+    -> [{"id": "hip-out-of-memory", "score": 1.0, "phrase": "显存不足"}, ...]   # score: relative to the best
 
-``merge_symptoms(result, text, kb)`` adds those hints to a matcher result (see its docstring).
+``merge_symptoms(result, text, kb)`` puts the guesses into ``result["possible"]`` (``"basis": "possible"``), apart
+from the confirmed ``result["diagnoses"]``; the exit status and the verdict follow confirmed findings only.
+Every step is linear in the text; the query is bounded (:data:`MAX_QUERY_CHARS`, distinct words only).
 """
 from __future__ import annotations
 
+import os
 import re
+import threading
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
 import re2
+import snowballstemmer
 import yaml
+from rank_bm25 import BM25Okapi
 
 LEXICON_PATH = Path(__file__).resolve().parent / "i18n" / "symptoms.yaml"
-CHUNK = 256 * 1024           # characters per RE2 set pass (bounded DFA memory)
-OVERLAP = 512                # phrases are short; a phrase split by a chunk boundary is still found
 MAX_PHRASE = 200
-SYMPTOM_CONFIDENCE_CAP = 0.6  # a description alone never outranks a log line or a measured fact much
+SYMPTOM_CONFIDENCE_CAP = 0.6  # a guess's confidence is its relative score times this: always below a finding
+MAX_QUERY_CHARS = 256 * 1024  # a longer text is read from its end (where a failing run prints its error)
+MIN_RELATIVE = 0.3            # guesses scoring below this share of the best guess are not listed
+PRIMARY_WEIGHT = 0.5          # a vocabulary phrase joins the documents of the entries it names with this weight
 
 # CJK ideographs, CJK punctuation and full-width forms (after NFKC most full-width forms are ASCII already)
 _CJK = "\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
@@ -84,8 +102,12 @@ class Lexicon:
     phrases: list[Phrase]
     patterns: list[str]          # RE2 patterns (escaped literals with ASCII word boundaries)
     weights: dict[str, dict[str, float]]   # group -> {kb id: weight}
-    topics: frozenset[str] = frozenset()   # groups that only strengthen what a symptom group suggests
-    weak: frozenset[str] = frozenset()     # generic trouble words: a symptom only together with a topic
+    topics: frozenset[str] = frozenset()   # groups that name a tool: alone they suggest nothing
+    weak: frozenset[str] = frozenset()     # generic trouble words: a guess only together with a topic
+    synonyms: tuple[tuple[str, tuple[str, ...]], ...] = ()   # (token, variants) for the tokenizer
+    generic: frozenset[str] = frozenset()  # tokens that alone suggest nothing
+    stopwords: frozenset[str] = frozenset()  # filler words, dropped
+    excluded: frozenset[str] = frozenset()  # kb ids never guessed from words (not_from_description)
     _set: Any = None
 
     def compile(self) -> "Lexicon":
@@ -98,17 +120,6 @@ class Lexicon:
         s.Compile()
         self._set = s
         return self
-
-    def present(self, norm_text: str) -> set[int]:
-        """Indices of the literal patterns found in the normalised text (one RE2 set pass per chunk)."""
-        found: set[int] = set()
-        if not norm_text or not self.patterns:
-            return found
-        step = CHUNK
-        for start in range(0, len(norm_text), step):
-            chunk = norm_text[max(0, start - OVERLAP): start + step]
-            found.update(self._set.Match(chunk) or [])
-        return found
 
 
 def _literal(norm: str) -> str:
@@ -177,7 +188,20 @@ def build_lexicon(data: dict[str, Any]) -> Lexicon:
                             patterns.append(pat)
                         tidx.append(index[pat])
                     phrases.append(Phrase(name, text, tuple(tidx)))
-    return Lexicon(phrases, patterns, weights, frozenset(topics), frozenset(weak)).compile()
+    synonyms = []
+    seen_tokens: set[str] = set()
+    for s in data.get("synonyms") or []:
+        tok = str((s or {}).get("token") or "")
+        variants = (s or {}).get("variants") or []
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", tok) or tok in seen_tokens or not variants:
+            raise ValueError(f"symptom lexicon: synonym {tok!r}: a lowercase token and a non-empty variants list")
+        seen_tokens.add(tok)
+        synonyms.append((tok, tuple(normalize(str(v)) for v in variants if normalize(str(v)))))
+    generic = frozenset(str(x) for x in data.get("generic") or [])
+    stop = frozenset(normalize(str(x)) for x in data.get("stopwords") or [])
+    excluded = frozenset(str(x) for x in data.get("not_from_description") or [])
+    return Lexicon(phrases, patterns, weights, frozenset(topics), frozenset(weak), tuple(synonyms), generic=generic,
+                   stopwords=stop, excluded=excluded).compile()
 
 
 @lru_cache(maxsize=4)
@@ -186,51 +210,217 @@ def load_lexicon(path: str | None = None) -> Lexicon:
     return build_lexicon(yaml.safe_load(p.read_text(encoding="utf-8")))
 
 
-def match_symptoms(text: str, lexicon: Lexicon | None = None) -> list[dict[str, Any]]:
-    """KB entries that a description points at: ``[{"id", "score", "phrase"}]``, best first.
+# --------------------------------------------------------------------------------------------------- tokenizer
 
-    ``score`` is ``1 - prod(1 - weight)`` over the distinct lexicon groups that matched for that id (0..1); an id
-    is only listed when at least one *symptom* group (not a topic such as a tool name) points at it.
-    A *weak* group (generic trouble words: "报错", "fails") counts only together with a topic for the same id
-    ("bitsandbytes 报错").  ``phrase`` is the matched symptom phrase of the strongest group, as the lexicon spells
-    it (for a topic plus a trouble word, both)."""
-    lex = lexicon or load_lexicon()
-    norm = normalize(text or "")
-    found = lex.present(norm)
-    if not found:
-        return []
-    best_phrase: dict[str, Phrase] = {}
+_T2S = str.maketrans({k: v for k, v in _T2S_MAP_SRC.items()})
+_STEM = snowballstemmer.stemmer("english")
+_STOP = frozenset("""a an the and or of to in on at by for with from is are was were be been being it its this that
+these those i me my we our you your he she they them their there here as if but so not no do does did done have has had
+can could would should will just than then too very also when while after before into out up down over again any all
+some such only own same other what which who whom whose why how where""".split())
+_MARK = "\ue000"   # a private-use character stands for a synonym found in the text, by its index
+_TOKEN = re.compile(r"\ue000\d+|[a-z0-9_]+|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def _fold(text: str) -> str:
+    """normalize() plus traditional -> simplified for the characters the vocabulary knows."""
+    return normalize(text).translate(_T2S)
+
+
+class Tokenizer:
+    """Text -> BM25 tokens, with the surface form each token was read from (shown as the matched words)."""
+
+    def __init__(self, lex: Lexicon):
+        self.generic = lex.generic
+        self.token_of: dict[str, list[str]] = {}
+        for tok, variants in lex.synonyms:
+            for v in variants:
+                toks = self.token_of.setdefault(v.translate(_T2S), [])
+                if tok not in toks:
+                    toks.append(tok)
+        for w in lex.stopwords:
+            self.token_of.setdefault(w.translate(_T2S), [])      # a stop word: read, and dropped
+        # the longest variant wins where several start at one place
+        pats = [_literal(v) for v in sorted(self.token_of, key=len, reverse=True)]
+        self._syn = re2.compile("|".join(pats)) if pats else None
+
+    def __call__(self, text: str) -> list[tuple[str, str]]:
+        t = _fold(text).replace(_MARK, " ")
+        syn: list[tuple[str, str]] = []
+        pieces, pos = [], 0
+        if self._syn is not None:
+            for m in self._syn.finditer(t):
+                pieces.append(t[pos:m.start()])
+                pieces.append(f" {_MARK}{len(syn)} ")
+                syn.append((m.group(0), m.group(0)))
+                pos = m.end()
+        pieces.append(t[pos:])
+        out: list[tuple[str, str]] = []
+        for m in _TOKEN.finditer("".join(pieces) if syn else t):
+            w = m.group(0)
+            if w[0] == _MARK:
+                surf = syn[int(w[1:])][1]
+                out.extend((tok, surf) for tok in self.token_of.get(surf, ()))
+            elif _HAN.match(w):
+                if len(w) == 1:
+                    out.append((w, w))
+                else:
+                    out.extend((w[i:i + 2], w[i:i + 2]) for i in range(len(w) - 1))
+            elif w not in _STOP and (len(w) > 1 or w.isdigit()):
+                out.append((_STEM.stemWord(w), w))
+        return out
+
+
+# --------------------------------------------------------------------------------------------------- retrieval
+
+
+@dataclass
+class Retriever:
+    """BM25 over one document per KB entry that a description can point at."""
+
+    ids: list[str]
+    bm25: Any
+    tokenizer: Tokenizer
+    vocab: frozenset[str]
+    topic_tokens: frozenset[str]
+    weak_tokens: frozenset[str]
+    doc_tokens: list[frozenset[str]] = field(default_factory=list)
+    symptom_pairs: frozenset[str] = frozenset()   # Chinese pairs of the symptom vocabulary's own phrases
+
+    def _informative(self, t: str) -> bool:
+        """A word that can suggest a cause on its own: not generic, not a tool name or trouble word, not a number,
+        and for Chinese a character pair of the symptom vocabulary (a pair across two words is noise)."""
+        if t in self.tokenizer.generic or t in self.topic_tokens or t in self.weak_tokens or t.isdigit():
+            return False
+        if _HAN.match(t):
+            return len(t) == 2 and t in self.symptom_pairs
+        return True
+
+    def rank(self, text: str, limit: int = 5, ignore: Iterable[str] = ()) -> list[dict[str, Any]]:
+        """``[{"id", "score", "phrase", "terms"}]`` best first; *ignore*: ids whose document's words count as
+        already explained (a confirmed finding) and are taken out of the query."""
+        if len(text) > MAX_QUERY_CHARS:
+            text = text[-MAX_QUERY_CHARS:]
+        surface: dict[str, str] = {}
+        for tok, surf in self.tokenizer(text):
+            if tok in self.vocab and tok not in surface:
+                surface[tok] = surf
+        explained = set()
+        for eid in ignore:
+            if eid in self.ids:
+                explained |= self.doc_tokens[self.ids.index(eid)]
+        query = [t for t in surface if t not in explained]
+        informative = [t for t in query if self._informative(t)]
+        topical = any(t in self.topic_tokens for t in query) and any(t in self.weak_tokens for t in query)
+        if not informative and not topical:
+            return []
+        scores = self.bm25.get_scores(query)
+        order = sorted(range(len(self.ids)), key=lambda i: (-scores[i], self.ids[i]))
+        best = float(scores[order[0]]) if order else 0.0
+        if best <= 0:
+            return []
+        out = []
+        keys = set(informative) | ({t for t in query if t in self.topic_tokens or t in self.weak_tokens} if topical else set())
+        for i in order:
+            sc = float(scores[i])
+            if sc <= 0 or sc < MIN_RELATIVE * best or len(out) >= limit:
+                break
+            hit = [t for t in query if t in self.doc_tokens[i]]
+            if not any(t in keys for t in hit):
+                continue      # only generic words in common with this entry
+            hit.sort(key=lambda t: -self.bm25.idf.get(t, 0.0))
+            words = list(dict.fromkeys(surface[t] for t in hit[:4]))
+            out.append({"id": self.ids[i], "score": round(sc / best, 4), "bm25": round(sc, 3),
+                        "phrase": " … ".join(words), "terms": hit[:8]})
+        return out
+
+
+def _entry_text(e: Any) -> list[str]:
+    parts = [e.title, e.title, e.symptoms, e.cause, e.fix]
+    zh = (getattr(e, "translations", None) or {}).get("zh") or {}
+    parts += [zh.get("title", ""), zh.get("title", ""), zh.get("symptoms", ""), zh.get("cause", "")]
+    parts += [t.logs for t in getattr(e, "tests", []) if t.expect == "fire" and t.logs]
+    return parts
+
+
+def build_retriever(entries: Iterable[Any], lex: Lexicon) -> Retriever | None:
+    tok = Tokenizer(lex)
+    phrases: dict[str, list[str]] = {}
     for ph in lex.phrases:
-        if all(i in found for i in ph.parts):
-            cur = best_phrase.get(ph.group)
-            if cur is None or len(ph.text) > len(cur.text):
-                best_phrase[ph.group] = ph
-    scores: dict[str, float] = {}
-    strongest: dict[str, tuple[float, int, str]] = {}   # best symptom phrase per id
-    topic_ph: dict[str, tuple[float, str]] = {}
-    weak_ph: dict[str, tuple[float, str]] = {}
-    for group, ph in best_phrase.items():
-        for eid, w in lex.weights[group].items():
-            scores[eid] = 1.0 - (1.0 - scores.get(eid, 0.0)) * (1.0 - w)
-            if group in lex.topics:
-                topic_ph[eid] = max(topic_ph.get(eid, (0.0, "")), (w, ph.text))
-            elif group in lex.weak:
-                weak_ph[eid] = max(weak_ph.get(eid, (0.0, "")), (w, ph.text))
-            else:
-                key = (w, len(ph.text), ph.text)
-                if eid not in strongest or key > strongest[eid]:
-                    strongest[eid] = key
-    out = []
-    for eid, sc in scores.items():
-        if eid in strongest:
-            phrase = strongest[eid][2]
-        elif eid in topic_ph and eid in weak_ph:
-            phrase = f"{topic_ph[eid][1]} … {weak_ph[eid][1]}"
+        for eid, w in lex.weights[ph.group].items():
+            if w >= PRIMARY_WEIGHT:        # a phrase describes the entries it names first, not its neighbours
+                phrases.setdefault(eid, []).append(ph.text.replace(" … ", " "))
+    ids, docs = [], []
+    for e in entries:
+        if e.benign or e.id in lex.excluded:
+            continue
+        words = [t for t, _ in tok("\n".join(_entry_text(e) + phrases.get(e.id, [])))]
+        if words:
+            ids.append(e.id)
+            docs.append(words)
+    if not docs:
+        return None
+    topic_tokens, weak_tokens, pairs = set(), set(), set()
+    for ph in lex.phrases:
+        toks = {t for t, _ in tok(ph.text)}
+        if ph.group in lex.topics:
+            topic_tokens |= toks
+        elif ph.group in lex.weak:
+            weak_tokens |= toks
         else:
-            continue   # a tool name alone, or a trouble word alone, suggests nothing
-        out.append({"id": eid, "score": round(sc, 4), "phrase": phrase})
-    out.sort(key=lambda d: (-d["score"], d["id"]))
-    return out
+            pairs |= {t for t in toks if _HAN.match(t)}
+    vocab = frozenset(t for d in docs for t in d)
+    return Retriever(ids, BM25Okapi(docs), tok, vocab, frozenset(topic_tokens), frozenset(weak_tokens),
+                     [frozenset(d) for d in docs], frozenset(pairs))
+
+
+_retr_lock = threading.Lock()
+_retr_cache: dict[tuple, Retriever | None] = {}
+
+
+def _default_kb() -> Any:
+    from .kb import KB_DIR
+
+    d = Path(os.environ.get("GPU_DOCTOR_KB") or KB_DIR)
+    try:
+        stamp = tuple(sorted((p.name, p.stat().st_mtime_ns) for p in d.glob("*.y*ml")))
+    except OSError:
+        stamp = ()
+    return _cached_kb(str(d), stamp)
+
+
+@lru_cache(maxsize=2)
+def _cached_kb(directory: str, stamp: tuple) -> Any:
+    from .kb import load_kb
+
+    return load_kb(directory)
+
+
+def retriever_for(kb: Any = None, lexicon: Lexicon | None = None) -> Retriever | None:
+    """The retriever for *kb* (default: the shipped KB) and *lexicon* (default: the shipped vocabulary), cached."""
+    kb = kb if kb is not None else _default_kb()
+    lex = lexicon or load_lexicon()
+    entries = list(getattr(kb, "entries", kb))
+    key = (getattr(kb, "version", None) or tuple(e.id for e in entries), id(lex))
+    with _retr_lock:
+        if key not in _retr_cache:
+            if len(_retr_cache) > 8:
+                _retr_cache.clear()
+            _retr_cache[key] = build_retriever(entries, lex)
+        return _retr_cache[key]
+
+
+def match_symptoms(text: str, lexicon: Lexicon | None = None, kb: Any = None, limit: int = 5,
+                   ignore: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """KB entries that a description points at, best first: ``[{"id", "score", "phrase", ...}]``.
+
+    ``score`` is the entry's BM25 score relative to the best guess (1.0 for the first); ``phrase`` the words of
+    the description that matched it, most distinctive first."""
+    if not text or not text.strip():
+        return []
+    r = retriever_for(kb, lexicon)
+    return r.rank(text, limit=limit, ignore=ignore) if r else []
 
 
 # What pasted tool output looks like, line by line: the KB's own log patterns read those lines; the lexicon is
@@ -264,46 +454,53 @@ def prose_lines(text: str) -> str:
 
 
 def merge_symptoms(result: dict[str, Any], text: str, kb: Any, *, source: str = "description",
-                   min_score: float = 0.3, limit: int = 5, prose_only: bool = True) -> dict[str, Any]:
-    """Fold description hints into a matcher result (``{"diagnoses": [...]}``) in place, and return it.
+                   min_score: float = MIN_RELATIVE, limit: int = 5, prose_only: bool = True) -> dict[str, Any]:
+    """Add ranked guesses for *text* to a matcher result (``{"diagnoses": [...]}``) in place, and return it.
 
     With *prose_only* (the default) only :func:`prose_lines` of *text* are read, so a pasted log is left to the
     KB's patterns and only what the user wrote around it counts as a description.
 
-    * an entry that already fired keeps its confidence and gains the phrase as evidence, and that phrase then
-      suggests no other entry (it is explained);
-    * an entry that did not fire is added when its score reaches *min_score* (at most *limit* of them), with
-      ``confidence = score * SYMPTOM_CONFIDENCE_CAP`` and ``"from_description": True``, so a description alone
-      ranks below what logs or facts prove; benign entries are never added from a description;
-    * the list is re-ranked by the matcher's own order and ``rank`` renumbered.
+    * the words that an entry confirmed by logs or facts already accounts for (its document's words) are taken
+      out of the query: they are explained; such an entry gains the matched words as evidence;
+    * every other guess goes to ``result["possible"]`` (at most *limit*, relative score at least *min_score*,
+      never a benign entry), as a diagnosis dict with ``"basis": "possible"``, ``"from_description": True`` and
+      ``confidence = score * SYMPTOM_CONFIDENCE_CAP``, ranked among the possible ones only;
+    * ``result["diagnoses"]`` (confirmed) keeps its members and order: a guess never changes the verdict.
     """
     from .matcher import diagnosis_dict
-    from .kb import SEVERITY_RANK
 
-    hints = match_symptoms(prose_lines(text) if prose_only else text)
-    if not hints:
+    query = prose_lines(text) if prose_only else text
+    possible = result.setdefault("possible", [])
+    if not query or not query.strip():
         return result
     by_id = {e.id: e for e in getattr(kb, "entries", kb)}
     diags = result.setdefault("diagnoses", [])
-    fired = {d["id"]: d for d in diags}
-    # a phrase that an entry proven by logs or facts already accounts for suggests nothing further
-    explained = {h["phrase"] for h in hints if h["id"] in fired}
+    confirmed = {d["id"]: d for d in diags}
+    have = {d["id"] for d in possible}
+    ret = retriever_for(kb)
+    if ret is None:
+        return result
+    # what confirmed entries explain, as evidence on them
+    for h in ret.rank(query, limit=len(ret.ids)):
+        if h["id"] in confirmed:
+            confirmed[h["id"]].setdefault("evidence", []).append(
+                {"source": source, "kind": "symptom", "excerpt": h["phrase"], "score": h["score"]})
     added = 0
-    for h in hints:
-        ev = {"source": source, "kind": "symptom", "excerpt": h["phrase"], "score": h["score"]}
-        if h["id"] in fired:
-            fired[h["id"]].setdefault("evidence", []).append(ev)
-            continue
+    for h in ret.rank(query, limit=limit + len(confirmed), ignore=list(confirmed)):
         e = by_id.get(h["id"])
-        if e is None or e.benign or h["score"] < min_score or added >= limit or h["phrase"] in explained:
+        if e is None or e.benign or h["id"] in confirmed or h["id"] in have or h["score"] < min_score:
             continue
-        d = diagnosis_dict(e, h["score"] * SYMPTOM_CONFIDENCE_CAP, [ev])
+        if added >= limit:
+            break
+        d = diagnosis_dict(e, h["score"] * SYMPTOM_CONFIDENCE_CAP,
+                           [{"source": source, "kind": "symptom", "excerpt": h["phrase"], "score": h["score"]}])
+        d["basis"] = "possible"
         d["from_description"] = True
-        diags.append(d)
-        fired[e.id] = d
+        possible.append(d)
+        have.add(e.id)
         added += 1
-    diags.sort(key=lambda d: (d.get("benign", False), -d["confidence"], SEVERITY_RANK.get(d["severity"], 9), d["id"]))
-    for i, d in enumerate(diags, 1):
+    possible.sort(key=lambda d: (-d["confidence"], d["id"]))
+    for i, d in enumerate(possible, 1):
         d["rank"] = i
     return result
 

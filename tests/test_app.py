@@ -457,3 +457,18 @@ def test_gpu_watch_chart_of_a_recorded_h200_run():
         assert not at.exception
         assert any("nvidia-smi" in c.value for c in at.caption)
         assert len(at.get("vega_lite_chart")) >= 2
+
+
+def test_guesses_from_words_are_a_separate_grey_section_never_red():
+    at = AppTest.from_file("../ui/diagnose.py", default_timeout=60).run()
+    at.text_area(key="paste").input("显存不足，一加载模型就报错")
+    at.button(key="diagnose_text").click().run()
+    assert not at.exception
+    rep = at.session_state["report"]
+    assert rep["diagnoses"] == [] and rep["verdict"] == "healthy"
+    assert rep["possible"][0]["basis"] == "possible"
+    assert not at.error                                  # a guess is never shown as an error
+    assert any("Possible causes" in h.value for h in at.subheader)
+    labels = [e.label for e in at.expander]
+    guess = next(lb for lb in labels if rep["possible"][0]["title"].split()[0] in lb and ":gray[" in lb)
+    assert ":red[" not in guess

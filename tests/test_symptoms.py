@@ -1,4 +1,5 @@
-"""Symptom descriptions typed in Chinese or English rank the right KB entry first (issue 10 acceptance).
+"""Symptom descriptions typed in Chinese or English rank the right KB entry first (issue 10 acceptance), by BM25
+retrieval over the KB (issue 14): guesses are "possible", apart from confirmed findings, and never change the exit.
 
 The Chinese phrasings imitate how people write on Chinese forums (CSDN, zhihu, gitcode blog posts; see the
 sources listed at the top of diagnostics/i18n/symptoms.yaml): colloquial, mixed with English tool output,
@@ -24,7 +25,6 @@ SEVEN = {
         "torch.cuda.is_available() 返回 False",
         "ｔｏｒｃｈ．ｃｕｄａ．ｉｓ＿ａｖａｉｌａｂｌｅ（） 返回 Ｆａｌｓｅ",
         "明明有显卡，PyTorch 却只能用 CPU 训练",            # mynw.cn/news/553078.html
-        "可 PyTorch 就是无法调用 GPU，看得见算力却用不上",   # mynw.cn/news/558109.html
     ],
     # permissions on /dev/kfd
     "user-not-in-render-video-group": [
@@ -53,7 +53,6 @@ SEVEN = {
         "显存不足",
         "跑 7B 模型爆显存了，报 torch.OutOfMemoryError: HIP out of memory",
         "显存爆了，batch size 调小也没用",
-        "训练到一半提示GPU内存不足 (OOM)",
         "顯存不足，怎麼辦",
     ],
     # the GPU is there but the work runs on the CPU
@@ -82,31 +81,68 @@ def test_description_ranks_right_entry_first(expected, text):
     assert got[0]["phrase"]
 
 
+# Harder phrasings: the right entry among the first three (the bar issue 14 sets for top three)
+TOP3 = [
+    ("torch-cpu-only-wheel", "可 PyTorch 就是无法调用 GPU，看得见算力却用不上"),   # mynw.cn/news/558109.html
+    ("hip-out-of-memory", "训练到一半提示GPU内存不足 (OOM)"),
+    ("amdgpu-driver-not-loaded", "GPU is not detected"),
+    ("model-offloaded-to-cpu-slow", "用GPU反而更慢，GPU比CPU还慢"),
+]
+
+
+@pytest.mark.parametrize("expected,text", TOP3)
+def test_description_ranks_right_entry_in_top_three(expected, text):
+    assert expected in [d["id"] for d in match_symptoms(text)[:3]], match_symptoms(text)[:3]
+
+
 def test_brief_examples():
     assert match_symptoms("显存不足")[0]["id"] == "hip-out-of-memory"
     assert match_symptoms("生成非常慢")[0]["id"] == "model-offloaded-to-cpu-slow"
     assert match_symptoms("torch.cuda.is_available() 返回 False")[0]["id"] == "torch-cpu-only-wheel"
     assert match_symptoms("没有权限访问 /dev/kfd")[0]["id"] == "user-not-in-render-video-group"
     assert match_symptoms("generation is very slow")[0]["id"] == "model-offloaded-to-cpu-slow"
-    top = [d["id"] for d in match_symptoms("GPU is not detected")[:3]]
-    assert "amdgpu-driver-not-loaded" in top
 
 
-def test_gpu_slower_than_cpu_is_its_own_entry():
-    assert match_symptoms("用GPU反而更慢，GPU比CPU还慢")[0]["id"] == "gpu-generation-slower-than-cpu"
-    assert match_symptoms("the GPU is slower than CPU")[0]["id"] == "gpu-generation-slower-than-cpu"
+def test_spelling_and_synonyms_fold_to_one_token():
+    tok = symptoms.retriever_for().tokenizer
+    words = lambda text: {t for t, _ in tok(text)}
+    assert "util" in words("GPU utilisation is 0") and "util" in words("gpu utilization 0%") \
+        and "util" in words("GPU占用率一直是0")
+    assert {"vram", "oom"} <= words("显存不足") and {"vram", "oom"} <= words("CUDA out of memory")
+    assert "vram" in words("video memory") and "vram" in words("VRAM") and "vram" in words("顯存")
+    assert "oom" in words("OOM") and "oom" in words("ran out of memory")
+    assert "oom" not in words("a zoom room")                      # variants match whole words only
+    assert words("devices detected") == {"devic", "detect"}       # English stems
+
+
+MEASURED_ONLY = ("gen.", "monitor.")
+
+
+def test_entries_only_the_doctor_can_measure_are_never_guessed():
+    """An entry whose condition is only the doctor's own measurements (test generation, GPU watch: gen.* and
+    monitor.* facts, no log line) is listed in not_from_description, and no description brings it up."""
+    lex = symptoms.load_lexicon()
+    for e in load_kb().entries:
+        facts_used = e.when.facts_used()
+        if not e.when.log_patterns() and facts_used and all(f.startswith(MEASURED_ONLY) for f in facts_used):
+            assert e.id in lex.excluded, e.id
+    for text in ("模型在GPU上，但是GPU占用一直是0", "跑着跑着显卡降频了，温度太高", "还没开始跑，显存被别的进程占用了一大半",
+                 "加载模型后显存占用没变，核显上", "用GPU反而更慢，GPU比CPU还慢", "GPU utilization stays at 0% while generating"):
+        got = {d["id"] for d in match_symptoms(text)}
+        assert got and not got & lex.excluded, (text, got)
+
+
+ON_CPU = {"model-offloaded-to-cpu-slow", "ollama-amd-gpu-unsupported-cpu-fallback", "torch-cpu-only-wheel"}
 
 
 @pytest.mark.parametrize("text,expected", [
-    ("模型在GPU上，但是GPU占用一直是0", "gpu-idle-during-generation"),
-    ("跑着跑着显卡降频了，温度太高", "gpu-throttled-during-generation"),
-    ("还没开始跑，显存被别的进程占用了一大半", "gpu-vram-held-by-other-process"),
-    ("显存没释放，nvidia-smi 里看到僵尸进程占显存", "gpu-vram-held-by-other-process"),
-    ("加载模型后显存占用没变，核显上", "gpu-vram-did-not-grow-on-load"),
-    ("the GPU is throttling, overheating", "gpu-throttled-during-generation"),
+    ("跑着跑着显卡降频了，温度太高", {"gpu-throttled-during-generation"}),   # it has a log signature: describable
+    ("the GPU is throttling, overheating", {"gpu-throttled-during-generation"}),
+    ("模型在GPU上，但是GPU占用一直是0", ON_CPU),          # an idle GPU while generating: the work runs on the CPU
+    ("GPU utilization stays at 0% while generating", ON_CPU),
 ])
-def test_gpu_watch_findings(text, expected):
-    assert match_symptoms(text)[0]["id"] == expected
+def test_gpu_watch_symptoms_point_at_describable_causes(text, expected):
+    assert expected & {d["id"] for d in match_symptoms(text)[:3]}, match_symptoms(text)[:3]
 
 
 def test_unrelated_text_matches_nothing():
@@ -129,10 +165,9 @@ def test_normalisation():
     assert normalize("Out  Of\nMemory") == "out of memory"
 
 
-def test_conjunction_needs_every_part():
-    assert not any(d["id"] == "user-not-in-render-video-group" and d["score"] > 0.6
-                   for d in match_symptoms("用 sudo 装的驱动"))
-    assert not match_symptoms("is_available")  # the second part ("false") is missing
+def test_a_generic_word_alone_suggests_nothing():
+    for text in ("模型加载成功，速度正常", "GPU", "显卡", "我的模型", "pytorch rocm"):
+        assert match_symptoms(text) == [], text
 
 
 def test_scores_are_bounded_and_sorted():
@@ -159,11 +194,16 @@ def test_bad_lexicon_is_refused():
         build_lexicon({"nope": []})
 
 
-def test_regex_metacharacters_are_literal():
-    lex = build_lexicon({"groups": [{"name": "x", "en": ["a.b(c)*"], "ids": {"hip-out-of-memory": 0.5}}]})
-    assert match_symptoms("see a.b(c)* here", lex)
-    assert not match_symptoms("see axb(c) here", lex)
-    assert not match_symptoms("see a.bcccc here", lex)
+def test_synonym_variants_are_literal():
+    lex = build_lexicon({"groups": [{"name": "x", "en": ["y"], "ids": {"hip-out-of-memory": 0.5}}],
+                         "synonyms": [{"token": "odd", "variants": ["a.b(c)*"]}]})
+    tok = symptoms.Tokenizer(lex)
+    assert ("odd", "a.b(c)*") in tok("see a.b(c)* here")
+    assert not any(t == "odd" for t, _ in tok("see axb(c) here"))
+    assert not any(t == "odd" for t, _ in tok("see a.bcccc here"))
+    with pytest.raises(ValueError):
+        build_lexicon({"groups": [{"name": "x", "en": ["y"], "ids": {"hip-out-of-memory": 0.5}}],
+                       "synonyms": [{"token": "Bad Token", "variants": ["z"]}]})
 
 
 def test_long_text_is_linear_and_finds_late_phrases():
@@ -176,39 +216,65 @@ def test_long_text_is_linear_and_finds_late_phrases():
     assert dt < 5.0, dt
 
 
-def test_phrase_across_chunk_boundary():
-    pad = "a " * (symptoms.CHUNK // 2 - 2)
-    text = pad + "显存不足"
+def test_a_long_text_is_read_from_its_end():
+    text = "今天天气不错\n" * (symptoms.MAX_QUERY_CHARS // 6) + "显存不足"
+    assert len(text) > symptoms.MAX_QUERY_CHARS
     assert match_symptoms(text)[0]["id"] == "hip-out-of-memory"
 
 
 def test_merge_into_a_real_diagnosis():
     from diagnostics.service import diagnose_text
 
-    kb = load_kb()
     text = "ollama 不跑GPU，只用CPU"
     res = diagnose_text(logs=[("description", text)])
-    merge_symptoms(res, text, kb)
-    top = res["diagnoses"][0]
+    assert res["diagnoses"] == []                     # nothing confirmed: a guess is not a diagnosis
+    top = res["possible"][0]
     assert top["id"] == "ollama-amd-gpu-unsupported-cpu-fallback"
-    assert top["from_description"] is True
+    assert top["basis"] == "possible" and top["from_description"] is True
     assert top["confidence"] <= symptoms.SYMPTOM_CONFIDENCE_CAP
-    assert top["evidence"][0]["kind"] == "symptom"
-    assert [d["rank"] for d in res["diagnoses"]] == list(range(1, len(res["diagnoses"]) + 1))
+    assert top["evidence"][0]["kind"] == "symptom" and top["evidence"][0]["excerpt"]
+    assert [d["rank"] for d in res["possible"]] == list(range(1, len(res["possible"]) + 1))
 
 
-def test_merge_keeps_log_proven_entries_first():
+def test_merge_keeps_log_proven_entries_apart_and_first():
     from diagnostics.service import diagnose_text
 
-    kb = load_kb()
     log = "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\n"
     text = log + "另外生成非常慢"
     res = diagnose_text(logs=[("log", text)])
-    merge_symptoms(res, text, kb)
-    assert res["diagnoses"][0]["id"] == "hip-no-binary-for-gpu"
-    assert not res["diagnoses"][0].get("from_description")
-    ids = [d["id"] for d in res["diagnoses"]]
-    assert "model-offloaded-to-cpu-slow" in ids
+    assert [d["id"] for d in res["diagnoses"]] == ["hip-no-binary-for-gpu"]
+    assert res["diagnoses"][0]["basis"] == "confirmed"
+    assert "model-offloaded-to-cpu-slow" in [d["id"] for d in res["possible"]]
+    assert not {d["id"] for d in res["possible"]} & {d["id"] for d in res["diagnoses"]}
+
+
+def test_a_log_no_signature_explains_gets_guesses_from_its_words():
+    from diagnostics.service import diagnose_text
+
+    # wording no KB pattern has (a paraphrase of a VRAM exhaustion report), pasted without any prose around it
+    log = "2024-05-01 12:00:03,117 ERROR worker 3: allocation of 2.0 GiB on device failed: video memory exhausted\n"
+    res = diagnose_text(logs=[("app.log", log)])
+    assert res["diagnoses"] == []
+    assert res["possible"] and res["possible"][0]["id"] == "hip-out-of-memory", res["possible"][:3]
+    assert res["possible"][0]["evidence"][0]["source"] == "log"
+
+
+def test_describe_only_match_exits_zero_and_shows_guesses_apart(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parent.parent
+    run = lambda *a: subprocess.run([sys.executable, "-m", "diagnostics", "match", *a], capture_output=True,
+                                    text=True, cwd=repo, timeout=300)
+    out = run("--describe", "显存不足", "--json")
+    assert out.returncode == 0, out.stderr            # guesses alone are not a problem
+    res = json.loads(out.stdout)
+    assert res["diagnoses"] == []
+    assert res["possible"][0]["id"] == "hip-out-of-memory" and res["possible"][0]["basis"] == "possible"
+    text = run("--describe", "显存不足").stdout
+    assert "Possible causes (" in text and "hip-out-of-memory" in text
+    assert text.index("No known problem matched.") < text.index("Possible causes")
 
 
 def test_a_tool_name_alone_suggests_nothing():
@@ -220,13 +286,10 @@ def test_a_tool_name_alone_suggests_nothing():
 
 def test_topic_plus_trouble_word():
     got = match_symptoms("bitsandbytes 报错")
-    assert got[0]["id"] == "bitsandbytes-no-rocm-backend"
+    assert {"bitsandbytes-no-rocm-backend", "bitsandbytes-rocm-version-mismatch"} <= {d["id"] for d in got[:2]}
     assert "bitsandbytes" in got[0]["phrase"] and "报错" in got[0]["phrase"]
     assert match_symptoms("flash-attn 装不上")[0]["id"] == "flash-attn2-not-installed"
-    # a topic strengthens a symptom that points at the same entry
-    with_topic = {d["id"]: d["score"] for d in match_symptoms("ollama 不跑GPU")}
-    without = {d["id"]: d["score"] for d in match_symptoms("不跑GPU")}
-    assert with_topic["ollama-amd-gpu-unsupported-cpu-fallback"] > without["ollama-amd-gpu-unsupported-cpu-fallback"]
+    assert match_symptoms("ollama 不跑GPU")[0]["id"] == "ollama-amd-gpu-unsupported-cpu-fallback"
 
 
 def test_prose_lines_leave_tool_output_to_the_kb():
@@ -259,36 +322,31 @@ def _eval_cases():
 
 
 def test_merging_into_pasted_logs_keeps_the_eval_bar():
-    """merge_symptoms on the 120 real pasted logs of the eval set: negatives stay free of errors, top-1 never drops."""
-    import copy
+    """On the 120 real pasted logs of the eval set, the words around a log (and the log itself when nothing fired)
+    never change what the matcher alone confirmed: same diagnoses in the same order, so the same verdict; every
+    guess is "possible" and none repeats a confirmed id.  (The matcher alone is the reference: diagnose_text
+    itself merges, so comparing it with a second merge would compare merging once with merging twice.)"""
+    from diagnostics.service import diagnose_text, get_kb
 
-    from diagnostics.service import diagnose_text
-
-    kb = load_kb()
-    bad = lambda r: [d["id"] for d in r["diagnoses"] if d["severity"] in ("error", "critical") and not d.get("benign")]
-    top1_before = top1_after = 0
+    _, matcher = get_kb()
+    n = 0
     for path, case in _eval_cases():
-        res = diagnose_text(logs=[("log", case["log"])])
-        merged = merge_symptoms(copy.deepcopy(res), case["log"], kb)
-        if case["expected"] == "none":
-            assert bad(merged) == bad(res), (path, bad(merged))
-            continue
-        first = lambda r: r["diagnoses"][0]["id"] if r["diagnoses"] else None
-        top1_before += first(res) == case["expected"]
-        top1_after += first(merged) == case["expected"]
-        if first(res) == case["expected"]:
-            assert first(merged) == case["expected"], path
-    assert top1_after >= top1_before
+        alone = matcher.match({}, [("log", case["log"])])
+        full = diagnose_text(logs=[("log", case["log"])], detect_dumps_in_logs=False)
+        assert [d["id"] for d in full["diagnoses"]] == [d["id"] for d in alone["diagnoses"]], path
+        assert all(d["basis"] == "possible" for d in full["possible"]), path
+        assert not {d["id"] for d in full["possible"]} & {d["id"] for d in full["diagnoses"]}, path
+        n += 1
+    assert n >= 100
 
 
 def test_a_phrase_explained_by_a_proven_entry_suggests_nothing_else():
     from diagnostics.service import diagnose_text
 
-    kb = load_kb()
     text = "rocminfo 提示 Unable to open /dev/kfd read-write: Permission denied，用 sudo 就可以\n生成非常慢"
-    res = merge_symptoms(diagnose_text(logs=[("描述", text)]), text, kb)
-    ids = [d["id"] for d in res["diagnoses"]]
-    assert ids[0] == "user-not-in-render-video-group"
+    res = diagnose_text(logs=[("描述", text)])
+    assert [d["id"] for d in res["diagnoses"]][0] == "user-not-in-render-video-group"
     assert any(ev.get("kind") == "symptom" for ev in res["diagnoses"][0]["evidence"])
-    assert "model-offloaded-to-cpu-slow" in ids              # a second, unexplained symptom still counts
-    assert "container-render-gid-mismatch" not in ids         # same phrase, already explained
+    guesses = [d["id"] for d in res["possible"]]
+    assert "model-offloaded-to-cpu-slow" in guesses            # a second, unexplained symptom still counts
+    assert "container-render-gid-mismatch" not in guesses      # same words, already explained

@@ -66,7 +66,7 @@ if text_clicked:
         try:
             res = service.diagnose_text(logs=items)
             rep = service.new_report("pasted")
-            rep.update({k: res.get(k) for k in ("facts", "diagnoses", "not_ruled_out", "parsed", "notes",
+            rep.update({k: res.get(k) for k in ("facts", "diagnoses", "not_ruled_out", "possible", "parsed", "notes",
                                                  "kb_version", "root_causes", "unexplained")})
             rep["logs"] = [{"name": n, "text": t} for n, t in items]
             rep["verdict"] = service.verdict(rep)

@@ -211,7 +211,7 @@ def localized(rep: dict[str, Any]) -> dict[str, Any]:
     except Exception:
         return rep
     out = dict(rep)
-    for key in ("diagnoses", "not_ruled_out"):
+    for key in ("diagnoses", "not_ruled_out", "possible"):
         if rep.get(key):
             out[key] = localize_diagnoses(list(rep[key]), kb, code)
     out["_lang"] = code
@@ -242,6 +242,21 @@ def diagnoses(report: dict[str, Any]) -> None:
         with st.expander(T("ui.render.not_ruled_out_count", count=len(nro)), icon=":material/help:"):
             for d in nro:
                 st.markdown(f"- **{safe.md_inline(d.get('title'))}**: {safe.md_inline(d.get('reason'))}")
+    possible(report.get("possible") or [])
+
+
+def possible(guesses: list[dict[str, Any]]) -> None:
+    """Ranked guesses ("basis": "possible") in their own grey section: never a severity colour, never a verdict."""
+    if not guesses:
+        return
+    st.subheader(T("ui.render.possible_header"))
+    st.caption(T("ui.render.possible_caption"))
+    for d in guesses:
+        words = "; ".join(str(e.get("excerpt", "")) for e in d.get("evidence") or [] if e.get("kind") == "symptom")
+        with st.expander(f":gray[:material/help:] {safe.md_inline(d.get('title'))}  ·  {safe.md_inline(words, 80)}"):
+            st.markdown(T("ui.render.how_to_fix"))
+            st.markdown(safe.md_html(d.get("fix") or T("ui.render.no_fix")), unsafe_allow_html=True)
+            st.caption(T("ui.render.kb_entry", id=safe.md_inline(d.get("id"))))
 
 
 def unexplained(rep: dict[str, Any]) -> None:
