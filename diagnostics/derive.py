@@ -71,6 +71,7 @@ def derive(facts: dict[str, Any]) -> dict[str, Any]:
     from .support import derive_support  # the GPU support matrix (kb/support/gpu-matrix.yaml)
 
     new.update({k: v for k, v in derive_support({**facts, **new}).items() if k not in new})
+    new.update(_no_error_facts(facts))
     out = {k: v for k, v in new.items() if k not in facts}
     # the masks' facts have one owner, this rule: a value stored by an older version (or another probe) is replaced
     out.update(visible_devices({**facts, **out}))
@@ -298,3 +299,21 @@ def visible_devices(facts: dict[str, Any]) -> dict[str, Any]:
     elif any("no GPU is visible" in p or "hides every GPU" in p or "whole list empty" in p for p in problems):
         out["visible_devices.hides_all"] = True
     return out
+
+
+def _no_error_facts(facts: dict[str, Any]) -> dict[str, Any]:
+    """An error-text fact is absent both when a step failed to report and when it had nothing to report.  Where
+    another fact shows that the step ran and succeeded, its error text is known to be empty (""), so entries that
+    look for an error there evaluate false instead of unknown (as promtool would have it)."""
+    new: dict[str, Any] = {}
+    if facts.get("torch.smoke_ok") is True:
+        new["torch.smoke_error"] = ""
+    imported = ("torch.smoke_ok" in facts or isinstance(facts.get("torch.cuda_available"), bool)
+                or bool(facts.get("torch.smoke_error")))
+    if imported:
+        new["torch.import_error"] = ""
+    if facts.get("gen.ran") is True:
+        new["gen.error"] = ""
+    if facts.get("kfd.present") is False or facts.get("kfd.permission_denied") is False:
+        new["kfd.open_error"] = ""      # no /dev/kfd to open, or it opened (an error would have been recorded)
+    return new

@@ -33,6 +33,7 @@ TOP_OPTIONAL = ("benign", "tags", "confidence", "supersedes", "translations", "v
 FACT_OPS = ("eq", "ne", "in", "not_in", "contains", "contains_any", "matches", "lt", "le", "gt", "ge",
             "version_lt", "version_le", "version_gt", "version_ge")
 TEST_KEYS = ("name", "expect", "facts", "logs")
+TEST_EXPECTS = ("fire", "silent", "unknown")   # promtool-strict: 'silent' is FALSE, not merely "did not fire"
 TRANSLATION_KEYS = ("title", "symptoms", "cause", "fix", "source_hash", "variants")
 # fix-text placeholders, filled from the GPU support matrix and the facts when a report is built (diagnostics/support.py)
 PLACEHOLDERS = ("torch_install", "torch_index_url", "gfx", "override", "rocm_version", "cuda_version")
@@ -469,8 +470,9 @@ def _tests(ctx: _Ctx, node: yaml.Node) -> list[TestCase]:
             raise ctx.err(tnode, "a test case needs 'name' and 'expect'")
         name = _str(ctx, m["name"][1], "name")
         expect = _str(ctx, m["expect"][1], "expect")
-        if expect not in ("fire", "silent"):
-            raise ctx.err(m["expect"][1], "expect must be 'fire' or 'silent'")
+        if expect not in TEST_EXPECTS:
+            raise ctx.err(m["expect"][1], "expect must be 'fire' (the entry evaluates true), 'silent' (false) or "
+                                          "'unknown' (a fact it needs is missing, and that is the point of the case)")
         if "facts" not in m and "logs" not in m:
             raise ctx.err(tnode, "a test case needs 'facts', 'logs' or both")
         facts: dict[str, Any] = {}
@@ -866,7 +868,7 @@ def json_schema() -> dict[str, Any]:
                                    for v in VARIANT_VENDORS}}}}},
             "tests": {"type": "array", "minItems": 2, "items": {
                 "type": "object", "required": ["name", "expect"], "additionalProperties": False,
-                "properties": {"name": {"type": "string"}, "expect": {"enum": ["fire", "silent"]},
+                "properties": {"name": {"type": "string"}, "expect": {"enum": list(TEST_EXPECTS)},
                                "facts": {"type": "object"}, "logs": {"type": "string"}}}},
         },
         "$defs": {

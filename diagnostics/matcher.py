@@ -401,15 +401,24 @@ def evaluate_entry(entry: Entry, facts: dict[str, Any], logs: str) -> Outcome:
 
 
 def run_entry_tests(kb: KnowledgeBase, only: str | None = None) -> list[dict[str, Any]]:
-    """Run every entry's own cases; returns one row per case with expected/got."""
+    """Run every entry's own cases; returns one row per case with expected/got.
+
+    As strict as promtool's rule tests: a case's facts go through the derived facts of a live run first
+    (derive.py: torch.arch_supported, visible_devices.hides_all, ...), its logs through the same normaliser and
+    scan; ``fire`` means the entry evaluates TRUE, ``silent`` FALSE, ``unknown`` UNKNOWN (a fact it needs is
+    missing, and the case says that is the point).  An entry left UNKNOWN by a ``silent`` case fails it."""
+    from .derive import derive
+
     rx = re.compile(only) if only else None
     rows = []
     for e in kb.entries:
         if rx and not rx.search(e.id):
             continue
         for t in e.tests:
-            out = evaluate_entry(e, t.facts, t.logs)
-            got = "fire" if out.value == TRUE else "silent"
+            facts = dict(t.facts)
+            facts.update(derive(facts))
+            out = evaluate_entry(e, facts, t.logs)
+            got = {TRUE: "fire", FALSE: "silent"}.get(out.value, "unknown")
             rows.append({"id": e.id, "case": t.name, "path": e.path, "line": t.line, "expect": t.expect,
                          "got": got, "ok": got == t.expect,
                          "unknown": sorted(out.unknown) if out.value == UNKNOWN else []})
