@@ -106,6 +106,7 @@ def cmd_kb_test(args: argparse.Namespace) -> int:
     for r in failed:
         extra = f" (unknown facts: {', '.join(r['unknown'])})" if r["unknown"] else ""
         print(f"FAIL {r['path']}:{r['line']}: {r['id']} / {r['case']}: expected {r['expect']}, got {r['got']}{extra}")
+    exp_failed = _kb_expectations(kb, args)
     if args.verbose:
         for r in rows:
             if r["ok"]:
@@ -125,7 +126,26 @@ def cmd_kb_test(args: argparse.Namespace) -> int:
                 print(f"ok   scenario {r['slug']}")
     if srows:
         print(f"{len(srows) - len(sfailed)} passed, {len(sfailed)} failed ({len(srows)} scenarios)")
-    return 1 if failed or sfailed or kb.errors else 0
+    return 1 if failed or sfailed or exp_failed or kb.errors else 0
+
+
+def _kb_expectations(kb: Any, args: argparse.Namespace) -> int:
+    """Whole-KB expectations (kb/expectations/*.yaml); returns how many failed (a bad file counts as one)."""
+    import re
+
+    from .matcher import run_expectations
+
+    rows, problems = run_expectations(kb)
+    if args.run:
+        rows = [r for r in rows if re.search(args.run, r["case"])]
+    for p in problems:
+        print(f"EXPECTATIONS ERROR {p}")
+    bad = [r for r in rows if not r["ok"]]
+    for r in bad:
+        print(f"FAIL expectations/{r['file']}: {r['case']}: {'; '.join(r['why'])} (got {', '.join(r['got']) or 'nothing'})")
+    if rows or problems:
+        print(f"expectations: {len(rows) - len(bad)} passed, {len(bad)} failed")
+    return len(bad) + len(problems)
 
 
 def cmd_kb_list(args: argparse.Namespace) -> int:

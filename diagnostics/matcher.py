@@ -423,3 +423,73 @@ def run_entry_tests(kb: KnowledgeBase, only: str | None = None) -> list[dict[str
                          "got": got, "ok": got == t.expect,
                          "unknown": sorted(out.unknown) if out.value == UNKNOWN else []})
     return rows
+
+
+EXPECTATIONS_DIR = "expectations"   # kb/expectations/*.yaml: whole-KB expectations, run by `kb test`
+EXPECTATION_KEYS = ("name", "source", "logs", "facts", "first", "present", "absent")
+
+
+def load_expectations(kb_dir: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The whole-KB expectations under ``<kb>/expectations/*.yaml``: ``(cases, problems)``.
+
+    Each file is a list of cases ``{name, source, logs?, facts?, first?, present?, absent?}``: this text and these
+    facts -> this first confirmed cause (``first: null``: nothing confirmed), these ids among the diagnoses, these
+    ids never."""
+    import yaml
+    from pathlib import Path
+
+    from . import facts as factcat
+
+    cases, problems = [], []
+    for p in sorted((Path(kb_dir) / EXPECTATIONS_DIR).glob("*.yaml")):
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            problems.append(f"{p}: {exc}")
+            continue
+        if not isinstance(data, list):
+            problems.append(f"{p}: a list of cases is required")
+            continue
+        for i, c in enumerate(data):
+            where = f"{p.name}[{i}]"
+            if not isinstance(c, dict) or not c.get("name") or not str(c.get("source", "")).startswith("http"):
+                problems.append(f"{where}: every case needs a name and a source URL")
+                continue
+            extra = set(c) - set(EXPECTATION_KEYS)
+            if extra or not ({"first", "present", "absent"} & set(c)) or not ({"logs", "facts"} & set(c)):
+                problems.append(f"{where} {c['name']}: needs logs and/or facts, and first/present/absent"
+                                + (f"; unknown keys {sorted(extra)}" if extra else ""))
+                continue
+            bad = [factcat.check_value(k, v) for k, v in (c.get("facts") or {}).items()]
+            bad = [b for b in bad if b]
+            if bad:
+                problems.append(f"{where} {c['name']}: {bad[0]}")
+                continue
+            cases.append({**c, "file": p.name})
+    return cases, problems
+
+
+def run_expectations(kb: KnowledgeBase, matcher: "Matcher | None" = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """Run the whole-KB expectations against every entry at once (facts through derive.py, logs through the
+    normaliser and the one scan, as in a live run); one row per case."""
+    from .derive import derive
+
+    cases, problems = load_expectations(kb.directory)
+    known = {e.id for e in kb.entries}
+    m = matcher or Matcher(kb)
+    rows = []
+    for c in cases:
+        facts = dict(c.get("facts") or {})
+        facts.update(derive(facts))
+        res = m.match(facts, [("log", c.get("logs") or "")] if c.get("logs") else [])
+        got = [d["id"] for d in res["diagnoses"] if not d.get("benign")]
+        why = []
+        for eid in [c.get("first")] + list(c.get("present") or []) + list(c.get("absent") or []):
+            if eid is not None and eid not in known:
+                why.append(f"unknown id {eid}")
+        if "first" in c and (got[0] if got else None) != c["first"]:
+            why.append(f"first {got[0] if got else None}, expected {c['first']}")
+        why += [f"{eid} did not fire" for eid in c.get("present") or [] if eid not in got]
+        why += [f"{eid} fired" for eid in c.get("absent") or [] if eid in got]
+        rows.append({"file": c["file"], "case": c["name"], "ok": not why, "why": why, "got": got[:5]})
+    return rows, problems

@@ -128,3 +128,88 @@ def test_a_specific_signature_ranks_above_a_generic_one_of_equal_confidence(tmp_
     # both kinds of evidence (confidence 0.8 + 0.05) tie with a long log-only pattern at 0.85: fact+log first
     log = "Segmentation fault (core dumped) in libamdhip64.so\n"
     assert ids(Matcher(kb).match({"torch.build": "rocm"}, [("log", log)]))[:2] == ["y-fact-and-log", "b-log-only"]
+
+
+# --- kb test with promtool's rigour -------------------------------------------------------------------------
+
+def _one_entry_kb(tmp_path, when, cases):
+    from diagnostics.matcher import run_entry_tests
+
+    text = "\n".join([
+        "id: strict", "title: t", "severity: error", "when:"] + ["  " + x for x in when.split("\n")] + [
+        "symptoms: s", "cause: c", 'fix: "1. f"', "links: [https://example.org/x]", "tests:"] + cases) + "\n"
+    (tmp_path / "strict.yaml").write_text(text)
+    kb = load_kb(tmp_path)
+    assert not kb.errors, kb.errors
+    return {r["case"]: r for r in run_entry_tests(kb)}
+
+
+def test_silent_means_false_and_unknown_must_be_said(tmp_path):
+    rows = _one_entry_kb(tmp_path, "{fact: torch.build, eq: cpu}", [
+        "  - {name: fires, facts: {torch.build: cpu}, expect: fire}",
+        "  - {name: is false, facts: {torch.build: rocm}, expect: silent}",
+        "  - {name: no facts but called silent, logs: 'anything', expect: silent}",
+        "  - {name: no facts and said so, logs: 'anything', expect: unknown}",
+    ])
+    assert rows["fires"]["ok"] and rows["is false"]["ok"] and rows["no facts and said so"]["ok"]
+    bad = rows["no facts but called silent"]
+    assert not bad["ok"] and bad["got"] == "unknown" and bad["unknown"] == ["torch.build"]
+
+
+def test_cases_run_through_the_derived_facts_of_a_live_run(tmp_path):
+    rows = _one_entry_kb(tmp_path, "{fact: torch.arch_supported, eq: false}", [
+        "  - name: derived",
+        "    facts: {torch.build: rocm, gpu.gfx_targets: [gfx1031], torch.arch_list: [gfx1030, gfx1100]}",
+        "    expect: fire",
+        "  - name: derived true",
+        "    facts: {torch.build: rocm, gpu.gfx_targets: [gfx1100], torch.arch_list: [gfx1030, gfx1100]}",
+        "    expect: silent",
+    ])
+    assert rows["derived"]["ok"] and rows["derived true"]["ok"], rows
+
+
+def test_an_error_text_is_empty_once_its_step_succeeded():
+    from diagnostics.derive import derive
+
+    assert derive({"torch.smoke_ok": True})["torch.smoke_error"] == ""
+    assert derive({"torch.smoke_ok": False})["torch.import_error"] == ""     # the smoke test ran: torch imported
+    assert "torch.smoke_error" not in derive({"torch.smoke_ok": False})
+    assert derive({"gen.ran": True})["gen.error"] == ""
+    assert "gen.error" not in derive({"gen.ran": False})
+    assert "torch.import_error" not in derive({"torch.installed": True})   # installed is not imported
+
+
+def test_whole_kb_expectations(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from diagnostics.matcher import run_expectations
+
+    (tmp_path / "no-binary.yaml").write_text(
+        entry("no-binary", "log: 'hipErrorNoBinaryForGpu'", severity="critical"))
+    (tmp_path / "segfault.yaml").write_text(entry("segfault", "log: '(?i)segmentation fault'"))
+    (tmp_path / "expectations").mkdir()
+    (tmp_path / "expectations" / "a.yaml").write_text(
+        "- {name: first ok, source: 'https://example.org/1', logs: 'hipErrorNoBinaryForGpu', first: no-binary}\n"
+        "- {name: must not fire, source: 'https://example.org/2', logs: 'Segmentation fault', absent: [segfault]}\n"
+        "- {name: nothing, source: 'https://example.org/3', logs: 'all good', first: null}\n"
+        "- {name: no source, logs: 'x', first: null}\n")
+    kb = load_kb(tmp_path)
+    rows, problems = run_expectations(kb)
+    by = {r["case"]: r for r in rows}
+    assert by["first ok"]["ok"] and by["nothing"]["ok"]
+    assert not by["must not fire"]["ok"] and by["must not fire"]["why"] == ["segfault fired"]
+    assert len(problems) == 1 and "source" in problems[0]
+    out = subprocess.run([sys.executable, "-m", "diagnostics", "kb", "--kb", str(tmp_path), "test"],
+                         capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent, timeout=300)
+    assert out.returncode == 1 and "FAIL expectations/a.yaml: must not fire: segfault fired" in out.stdout, out.stdout
+
+
+def test_the_shipped_expectations_hold():
+    from diagnostics.matcher import run_expectations
+
+    rows, problems = run_expectations(load_kb())
+    assert not problems, problems
+    assert len(rows) >= 10
+    assert [r for r in rows if not r["ok"]] == []

@@ -350,3 +350,27 @@ def test_a_phrase_explained_by_a_proven_entry_suggests_nothing_else():
     guesses = [d["id"] for d in res["possible"]]
     assert "model-offloaded-to-cpu-slow" in guesses            # a second, unexplained symptom still counts
     assert "container-render-gid-mismatch" not in guesses      # same words, already explained
+
+
+# Reporters' words that used to be KB log patterns (issue 14): they now rank guesses, they confirm nothing.
+MOVED = [
+    ("user-not-in-render-video-group", "hsa api call failure at: /src/rocminfo/rocminfo.cc:1142\n"
+     "Call returned HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources.\n"
+     "But if I run it as **root**, it works."),                                # legacy-rocm-build#1080
+    ("wsl-rocm-unsupported-or-misconfigured", "Running /opt/rocm-5.2.3/bin/rocminfo I get:\n"
+     "ROCk module is NOT loaded, possibly no GPU devices\nNoting I am using Ubuntu 20.4 on WSL2."),  # #1794
+    ("container-missing-gpu-devices", "RuntimeError: No HIP GPUs are available\n"
+     "The host can see the GPUs, but processes inside Docker cannot. Any idea?"),  # vllm-project/vllm#7207
+    ("pip-dependency-replaced-rocm-torch", "turns out the problem was the automated installer uninstalls the right "
+     "torch version (1.13.1+rocm5.2) and then installs the wrong torch version (2.0, non ROCm)"),  # easydiffusion#1607
+    ("secure-boot-blocks-amdgpu-dkms", "Secure Boot blocking the loading of the amdgpu module"),  # legacy-rocm-build#4328
+]
+
+
+@pytest.mark.parametrize("eid,text", MOVED, ids=[m[0] for m in MOVED])
+def test_reporters_words_are_guesses_not_findings(eid, text):
+    from diagnostics.service import diagnose_text
+
+    res = diagnose_text(logs=[("paste", text)])
+    assert eid not in [d["id"] for d in res["diagnoses"]]
+    assert eid in [d["id"] for d in res["possible"][:3]], [d["id"] for d in res["possible"]]
