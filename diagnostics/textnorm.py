@@ -19,6 +19,7 @@ the wrapped-line appendix is bounded by the size of the text.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 # CSI (ESC [ params intermediates final), OSC (ESC ] ... BEL or ESC \), charset designations (ESC ( B), and the
 # other two-byte escapes
@@ -62,32 +63,50 @@ _PREFIX = re.compile(
     r"|PS [^>\n]{1,200}> "
     r"|>{1,3} "
     r"){1,4}")
+_PREFIX_LINE = re.compile(_PREFIX.pattern[len("(?m)"):])
 _PREFIX_HINT = re.compile(rf"(?m)^(?:[A-Z][a-z]{{2}} |\d|\[|>|\.\.\. |\(|PS |[\w.@:~/-]{{0,128}}\$ )")
 
 WRAP_MIN = 50           # a line shorter than this is never taken for a wrapped one
 WRAP_MAX_RUN = 6        # at most this many physical lines are joined into one
 WRAP_MAX_LINE = 400     # longer lines were not wrapped by anyone
+WORD_SLACK = 15         # a word wrap ends its lines within this many characters of its width
+SMALL_PASTE_LINES = 400  # up to this many lines, every long line is a wrap candidate (bounded work anyway)
 
 
 def strip_ansi(text: str) -> str:
     """Terminal escape sequences out (colour, cursor movement, OSC titles and hyperlinks)."""
     if "\x1b" in text:
         text = _ANSI.sub("", text)
-    if "m" in text and "[" in text and _ANSI_REMNANT.search(text):
+    if ("[0m" in text or "[0;" in text) and _ANSI_REMNANT.search(text):   # remnants come with a reset
         text = _ANSI_REMNANT.sub("", text)
     return text
 
 
 def fold_punctuation(text: str) -> str:
     """Full-width ASCII forms, ideographic space/comma/full stop and typographic quotes to plain ASCII."""
-    return text.translate(_FOLD_TABLE) if _NEEDS_FOLD.search(text) else text
+    if text.isascii() or not _NEEDS_FOLD.search(text):
+        return text
+    return text.translate(_FOLD_TABLE)
+
+
+_FIRST = frozenset("0123456789[>.(PJFMASOND")   # what a prefix can start with (prompts are found by "$ ")
 
 
 def strip_prefixes(text: str) -> str:
-    """Remove logging-layer prefixes at the start of every line (see the module docstring)."""
+    """Remove logging-layer prefixes at the start of every line (see the module docstring).  Only lines that can
+    start a prefix are tried (one anchored match each), so a long log costs one split and one join."""
     if not _PREFIX_HINT.search(text):
         return text
-    return _PREFIX.sub("", text)
+    lines = text.split("\n")
+    match = _PREFIX_LINE.match
+    changed = False
+    for i, line in enumerate(lines):
+        if line and (line[0] in _FIRST or "$ " in line[:131]):
+            m = match(line)
+            if m and m.end():
+                lines[i] = line[m.end():]
+                changed = True
+    return "\n".join(lines) if changed else text
 
 
 def clean_log(text: str) -> str:
@@ -107,56 +126,87 @@ def clean_log(text: str) -> str:
     return text
 
 
-def _wrap_width(lengths: list[int]) -> int:
-    """The width a text was hard-wrapped at: the most common line length of 50..400 characters seen at least
-    three times and on at least a tenth of the long lines (a terminal's or ``fold``'s fixed width); 0 when none."""
-    counts: dict[int, int] = {}
-    long_lines = 0
-    for n in lengths:
-        if WRAP_MIN <= n <= WRAP_MAX_LINE:
-            counts[n] = counts.get(n, 0) + 1
-            long_lines += 1
+def _wrap_shape(lengths: list[int], lines: list[str]) -> tuple[int, int]:
+    """``(fixed_width, word_width)`` of a hard-wrapped text, 0 where there is none.
+
+    *fixed_width*: a terminal or ``fold`` cut every long line at the same column: the most common length of
+    50..400 characters, seen at least three times and on at least a tenth of the long lines, and not one line
+    repeated (nine in ten of those lines differ).
+    *word_width*: a mail client or forum wrapped at word boundaries: the longest line is at most
+    :data:`WRAP_MAX_LINE` and at least half of the long lines end within :data:`WORD_SLACK` characters of it.
+    An ordinary log (lines of every length, some very long, or a few long lines repeated) has neither, and a long
+    one gets no appendix."""
+    all_counts = Counter(lengths)
+    counts = {n: c for n, c in all_counts.items() if WRAP_MIN <= n <= WRAP_MAX_LINE}
+    long_lines = sum(counts.values())
+    longest = max(all_counts) if all_counts else 0
     if not counts:
-        return 0
+        return 0, 0
     width, c = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
-    return width if c >= 3 and c * 10 >= long_lines else 0
+    fixed = width if c >= 3 and c * 10 >= long_lines else 0
+    if fixed:
+        # the pieces of a wrapped text differ; a log line repeated (same length, same words) is no wrap
+        distinct = len({x.rstrip() for x, n in zip(lines, lengths) if n == fixed})
+        if distinct * 10 < c * 9:
+            fixed = 0
+    word = 0
+    if WRAP_MIN <= longest <= WRAP_MAX_LINE:
+        near = {k: v for k, v in counts.items() if k >= longest - WORD_SLACK}
+        # wrapped prose ends its lines at many different columns near the width; a log that repeats a few
+        # long lines has a few lengths only
+        if sum(near.values()) * 2 >= long_lines and len(near) >= WORD_SLACK // 2:
+            word = longest
+    return fixed, word
 
 
 def joined_wraps(text: str, max_chars: int | None = None) -> tuple[str, list[int]]:
     """Runs of lines that look hard-wrapped, each joined into one line: ``(appendix, first_line_numbers)``.
 
-    A line continues on the next when it is at least :data:`WRAP_MIN` characters long and the next line is not
-    empty.  At the detected fixed width (a terminal cut the word) the pieces are joined as they are; otherwise
-    (a word wrap ate the space) with one space.  Runs hold at most :data:`WRAP_MAX_RUN` lines; the appendix holds
-    each line at most twice (a word cut at an unknown width is read both with and without a space), so it
-    is never larger than twice *text* (or *max_chars*).  The text itself is still scanned
-    as it is: the appendix only adds what a wrap had hidden."""
-    lines = text.split("\n")
-    if len(lines) < 2:
+    In a short paste (up to :data:`SMALL_PASTE_LINES` lines) every line of :data:`WRAP_MIN` characters or more
+    may continue on the next (non-empty) one.  A longer text gets an appendix only when it has the shape of a hard
+    wrap (:func:`_wrap_shape`), and then only its lines that reach the wrap width continue.  At the fixed width (a terminal cut the word)
+    the pieces are joined as they are; at a word wrap's width with one space, and where a word was cut (letters
+    on both sides of the break) also without it.  Runs hold at most :data:`WRAP_MAX_RUN` lines; each line is in
+    the appendix at most twice, so it is never larger than twice *text* (or *max_chars*).  The text itself is
+    still scanned as it is: the appendix only adds what a wrap had hidden."""
+    if "\n" not in text:
         return "", []
-    lengths = [len(x.rstrip()) for x in lines]
-    width = _wrap_width(lengths)
+    lines = text.split("\n")
+    lengths = list(map(len, lines))
+    fixed, word = _wrap_shape(lengths, lines)
+    if len(lines) <= SMALL_PASTE_LINES:
+        # a short paste (the usual forum post): every long line may continue on the next one
+        def wrapped(n: int) -> bool:
+            return WRAP_MIN <= n <= WRAP_MAX_LINE
+    elif fixed or word:
+        def wrapped(n: int) -> bool:
+            return n == fixed or (bool(word) and word - WORD_SLACK <= n <= word)
+    else:
+        return "", []
+
     out: list[str] = []
     starts: list[int] = []
     total = 0
     limit = 2 * len(text) if max_chars is None else min(max_chars, 2 * len(text))
     i, n = 0, len(lines)
     while i < n - 1:
-        if not (WRAP_MIN <= lengths[i] <= WRAP_MAX_LINE) or not lines[i + 1].strip():
+        if not wrapped(lengths[i]) or not lines[i + 1].strip():
             i += 1
             continue
         j = i
-        spaced = [lines[i].rstrip()]
-        tight = [lines[i].rstrip()]
+        head = lines[i] if lengths[i] == fixed else lines[i].rstrip()   # a cut at the width keeps its spaces
+        spaced = [head]
+        tight = [head]
         ambiguous = False
-        while j < n - 1 and len(spaced) < WRAP_MAX_RUN and WRAP_MIN <= lengths[j] <= WRAP_MAX_LINE \
-                and lines[j + 1].strip():
-            if lengths[j] == width:          # a fixed-width cut: the pieces belong together as they are
-                nxt = lines[j + 1].rstrip()
+        while j < n - 1 and len(spaced) < WRAP_MAX_RUN and wrapped(lengths[j]) and lines[j + 1].strip():
+            if lengths[j] == fixed:          # a fixed-width cut: the pieces belong together as they are
+                nxt = lines[j + 1] if lengths[j + 1] == fixed else lines[j + 1].rstrip()
                 spaced.append(nxt)
                 tight.append(nxt)
             else:                            # a word wrap ate a space, or a terminal cut a word: both readings
                 nxt = lines[j + 1].strip()
+                spaced[-1] = spaced[-1].rstrip()
+                tight[-1] = tight[-1].rstrip()
                 glue = spaced[-1][-1:] + nxt[:1]
                 word_cut = len(glue) == 2 and glue.replace("_", "a").isalnum()
                 spaced.append(("" if spaced[-1].endswith(("-", "/", "_")) else " ") + nxt)
