@@ -400,29 +400,26 @@ def evaluate_entry(entry: Entry, facts: dict[str, Any], logs: str) -> Outcome:
     return evaluate(entry.when, facts, hits, {})
 
 
-def run_entry_tests(kb: KnowledgeBase, only: str | None = None) -> list[dict[str, Any]]:
-    """Run every entry's own cases; returns one row per case with expected/got.
-
-    As strict as promtool's rule tests: a case's facts go through the derived facts of a live run first
-    (derive.py: torch.arch_supported, visible_devices.hides_all, ...), its logs through the same normaliser and
-    scan; ``fire`` means the entry evaluates TRUE, ``silent`` FALSE, ``unknown`` UNKNOWN (a fact it needs is
-    missing, and the case says that is the point).  An entry left UNKNOWN by a ``silent`` case fails it."""
+def run_case(entry: Entry, case: Any) -> dict[str, Any]:
+    """One case of an entry, as strict as promtool's rule tests: the case's facts first get the derived facts of
+    a live run (derive.py: torch.arch_supported, visible_devices.hides_all, ...), its logs go through the same
+    normaliser and scan; ``fire`` means the entry evaluates TRUE, ``silent`` FALSE, ``unknown`` UNKNOWN (a fact
+    it needs is missing, and the case says that is the point).  An entry left UNKNOWN by a ``silent`` case fails
+    it.  (``kb test``, the KB pages and the editor all use this.)"""
     from .derive import derive
 
+    facts = dict(case.facts)
+    facts.update(derive(facts))
+    out = evaluate_entry(entry, facts, case.logs)
+    got = {TRUE: "fire", FALSE: "silent"}.get(out.value, "unknown")
+    return {"id": entry.id, "case": case.name, "path": entry.path, "line": case.line, "expect": case.expect,
+            "got": got, "ok": got == case.expect, "unknown": sorted(out.unknown) if out.value == UNKNOWN else []}
+
+
+def run_entry_tests(kb: KnowledgeBase, only: str | None = None) -> list[dict[str, Any]]:
+    """Run every entry's own cases (see :func:`run_case`); returns one row per case with expected/got."""
     rx = re.compile(only) if only else None
-    rows = []
-    for e in kb.entries:
-        if rx and not rx.search(e.id):
-            continue
-        for t in e.tests:
-            facts = dict(t.facts)
-            facts.update(derive(facts))
-            out = evaluate_entry(e, facts, t.logs)
-            got = {TRUE: "fire", FALSE: "silent"}.get(out.value, "unknown")
-            rows.append({"id": e.id, "case": t.name, "path": e.path, "line": t.line, "expect": t.expect,
-                         "got": got, "ok": got == t.expect,
-                         "unknown": sorted(out.unknown) if out.value == UNKNOWN else []})
-    return rows
+    return [run_case(e, t) for e in kb.entries if not (rx and not rx.search(e.id)) for t in e.tests]
 
 
 EXPECTATIONS_DIR = "expectations"   # kb/expectations/*.yaml: whole-KB expectations, run by `kb test`

@@ -73,7 +73,8 @@ def show_entry(eid: str) -> None:
         st.caption(T("ui.kb.open_case"))
         for t, c in zip(e.tests, cases):
             mark = ":green[:material/check:]" if c["ok"] else ":red[:material/close:] " + T("ui.kb.fails")
-            must = "ui.kb_editor.must_fire" if t.expect == "fire" else "ui.kb_editor.must_stay_silent"
+            must = {"fire": "ui.kb_editor.must_fire", "unknown": "ui.kb_editor.must_be_unknown"}.get(
+                t.expect, "ui.kb_editor.must_stay_silent")
             with st.expander(f"{mark} {T(must, name=safe.md_inline(t.name))}"):
                 if t.facts:
                     st.dataframe([{T("ui.render.col_fact"): k, T("ui.render.col_value"): render.fmt_value(v)}

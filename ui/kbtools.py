@@ -17,7 +17,7 @@ import yaml
 from diagnostics import facts as factcat
 from diagnostics.i18n import t
 from diagnostics.kb import KB_DIR, SEVERITIES, Cond, Entry, KBError, parse_entry
-from diagnostics.matcher import TRUE, UNKNOWN, evaluate_entry
+from diagnostics.matcher import TRUE, evaluate_entry, run_case
 
 ID_LINE = re.compile(r"^id:\s*['\"]?([A-Za-z0-9_.-]+)", re.M)
 MAX_CASE_LOG_CHARS = 6000
@@ -107,13 +107,8 @@ def validate(text: str, existing_ids: Iterable[str] = (), lang: str = "en") -> V
 
 
 def run_cases(entry: Entry) -> list[dict[str, Any]]:
-    rows = []
-    for t in entry.tests:
-        out = evaluate_entry(entry, t.facts, t.logs)
-        got = "fire" if out.value == TRUE else "silent"
-        rows.append({"case": t.name, "line": t.line, "expect": t.expect, "got": got, "ok": got == t.expect,
-                     "unknown": sorted(out.unknown) if out.value == UNKNOWN else []})
-    return rows
+    """The entry's cases by the rule ``kb test`` uses (diagnostics.matcher.run_case)."""
+    return [run_case(entry, t) for t in entry.tests]
 
 
 def error_context(text: str, err: KBError, around: int = 2) -> str:
