@@ -125,11 +125,13 @@ def detect(text: str) -> float:
         s = line.strip()
         if not s or len(s) > 300:
             continue
-        for g, _ in _pairs(s):
-            groups.add(g)
-        m = _EXPR_RX.match(s) or _PYC_RX.search(s)
-        if m:
-            groups.add("expr:" + m.group("expr"))
+        if ":" in s or "=" in s or "?" in s:
+            for g, _ in _pairs(s):
+                groups.add(g)
+        if "torch." in s:
+            m = _EXPR_RX.match(s) or _PYC_RX.search(s)
+            if m:
+                groups.add("expr:" + m.group("expr"))
     real = {g for g in groups if not g.startswith("expr:")}
     exprs = len(groups) - len(real)
     if exprs and not real:
