@@ -96,3 +96,7 @@ def write_section(path: Path, heading: str, body: str) -> None:
                                    f"(`python {' '.join(sys.argv)}`).\n\n{body}")
 
 
+
+
+if __name__ == "__main__":
+    main()

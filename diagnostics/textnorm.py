@@ -109,8 +109,29 @@ def strip_prefixes(text: str) -> str:
     return "\n".join(lines) if changed else text
 
 
+PIECE = 1 << 20   # large texts are normalised in pieces of about 1 MiB cut at line ends (bounded temporaries)
+
+
+def _pieces(text: str):
+    start, n = 0, len(text)
+    while start < n:
+        end = min(n, start + PIECE)
+        if end < n:
+            nl = text.rfind("\n", start, end)
+            if nl > start:
+                end = nl + 1
+        yield text[start:end]
+        start = end
+
+
 def clean_log(text: str) -> str:
-    """Normalise pasted text for the log scan (one linear pass per step)."""
+    """Normalise pasted text for the log scan (one linear pass per step, piece by piece for a large text)."""
+    if len(text) > PIECE:
+        return "".join(_clean(p) for p in _pieces(text))
+    return _clean(text)
+
+
+def _clean(text: str) -> str:
     text = strip_ansi(text)
     if "\r" in text:
         # a progress bar redraws its line with CR: each redraw becomes a line of its own (nothing is lost)
@@ -160,6 +181,24 @@ def _wrap_shape(lengths: list[int], lines: list[str]) -> tuple[int, int]:
 
 
 def joined_wraps(text: str, max_chars: int | None = None) -> tuple[str, list[int]]:
+    """See :func:`_joined_wraps`; a large text is read piece by piece (a wrap is never longer than a piece)."""
+    if len(text) <= PIECE:
+        return _joined_wraps(text, max_chars)
+    out, starts, base, total = [], [], 0, 0
+    limit = 2 * len(text) if max_chars is None else max_chars
+    for piece in _pieces(text):
+        app, st = _joined_wraps(piece, limit - total)
+        if app:
+            out.append(app)
+            starts.extend(base + x for x in st)
+            total += len(app) + 1
+        base += piece.count("\n")
+        if total >= limit:
+            break
+    return "\n".join(out), starts
+
+
+def _joined_wraps(text: str, max_chars: int | None = None) -> tuple[str, list[int]]:
     """Runs of lines that look hard-wrapped, each joined into one line: ``(appendix, first_line_numbers)``.
 
     In a short paste (up to :data:`SMALL_PASTE_LINES` lines) every line of :data:`WRAP_MIN` characters or more
