@@ -330,7 +330,8 @@ class Retriever:
             if not any(t in keys for t in hit):
                 continue      # only generic words in common with this entry
             hit.sort(key=lambda t: -self.bm25.idf.get(t, 0.0))
-            words = list(dict.fromkeys(surface[t] for t in hit[:4]))
+            shown = [t for t in hit if not t.isdigit() and len(surface[t]) > 1] or hit
+            words = list(dict.fromkeys(surface[t] for t in shown[:4]))
             out.append({"id": self.ids[i], "score": round(sc / best, 4), "bm25": round(sc, 3),
                         "phrase": " … ".join(words), "terms": hit[:8]})
         return out
@@ -436,6 +437,7 @@ _TOOL_LINE = re.compile(
     r"|\s*[A-Z][A-Z0-9_]{2,}[:\]]"                        # ERROR:, WARN], HSA_STATUS_...:
     r"|\s*(?:[\w-]*[_.\d][\w.-]*|[\w.-]+\([\w ]+\)):\s"    # MIOpen(HIP): ..., ggml_cuda_init: ...
     r"|\s*[\w .()/-]{1,40}:\s{2,}\S"                     # aligned 'Key:   value' tables
+    r"|\s*[\w .()/-]{1,40}[:?=]\s*(?:True|False|None|\d[\w.+-]*|'[^']*')\s*$"   # a check script's 'Key: False'
     r"|.*\b0x[0-9a-fA-F]{4,}"                            # addresses
     r")")
 

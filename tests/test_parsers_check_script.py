@@ -120,6 +120,8 @@ def test_pasted_with_a_log_it_gives_facts_to_the_diagnosis():
     res = diagnose_text(logs=[("paste", GUIDE_CPU)])
     assert res["facts"]["torch.build"] == "cpu"
     assert any(p["kind"] == "check_script" for p in res["parsed"])
+    assert [d["id"] for d in res["diagnoses"]][:1] == ["torch-cpu-only-wheel"]
+    assert res["possible"] == []          # a check script's "Key: False" lines are tool output, not the user's words
 
 
 def test_cli_parse_kind(tmp_path):
