@@ -349,8 +349,10 @@ def build_retriever(entries: Iterable[Any], lex: Lexicon) -> Retriever | None:
     tok = Tokenizer(lex)
     phrases: dict[str, list[str]] = {}
     for ph in lex.phrases:
+        top = max(lex.weights[ph.group].values())
         for eid, w in lex.weights[ph.group].items():
-            if w >= PRIMARY_WEIGHT:        # a phrase describes the entries it names first, not its neighbours
+            # a phrase describes the entries it names first (its strongest, and any named strongly), not neighbours
+            if w >= PRIMARY_WEIGHT or w == top:
                 phrases.setdefault(eid, []).append(ph.text.replace(" … ", " "))
     ids, docs = [], []
     for e in entries:
