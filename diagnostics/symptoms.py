@@ -436,6 +436,7 @@ _TOOL_LINE = re.compile(
     r"|\s*(?:time|level|msg|source)=\S"                  # logfmt (ollama)
     r"|\s*[\w.]*(?:Error|Exception|Warning)\b:?"         # RuntimeError: ..., UserWarning: ...
     r"|\s*(?:Traceback|File \"|During handling|\$ |# |>>> |\.\.\. )"
+    r"|\s*(?:export|set|setx|\$env:)\s*[A-Za-z_]\w*\s*=\S"     # a shell variable being set (a command, not words)
     r"|\s*[A-Z][A-Z0-9_]{2,}[:\]]"                        # ERROR:, WARN], HSA_STATUS_...:
     r"|\s*(?:[\w-]*[_.\d][\w.-]*|[\w.-]+\([\w ]+\)):\s"    # MIOpen(HIP): ..., ggml_cuda_init: ...
     r"|\s*[\w .()/-]{1,40}:\s{2,}\S"                     # aligned 'Key:   value' tables

@@ -374,3 +374,8 @@ def test_reporters_words_are_guesses_not_findings(eid, text):
     res = diagnose_text(logs=[("paste", text)])
     assert eid not in [d["id"] for d in res["diagnoses"]]
     assert eid in [d["id"] for d in res["possible"][:3]], [d["id"] for d in res["possible"]]
+
+
+def test_a_shell_variable_being_set_is_a_command_not_a_description():
+    text = "export HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123456789\nset HIP_VISIBLE_DEVICES=0\n显存不足"
+    assert symptoms.prose_lines(text) == "显存不足"
