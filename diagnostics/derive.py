@@ -301,6 +301,11 @@ def visible_devices(facts: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# the packages next to torch whose installed version the torch probe reports (probes/torch_child.py NEIGHBOURS)
+NEIGHBOUR_PACKAGES = ("pkg.transformers", "pkg.accelerate", "pkg.bitsandbytes", "pkg.flash_attn", "pkg.vllm",
+                      "pkg.triton", "pkg.torchvision", "pkg.onnxruntime", "pkg.onnxruntime_gpu")
+
+
 def _no_error_facts(facts: dict[str, Any]) -> dict[str, Any]:
     """An error-text fact is absent both when a step failed to report and when it had nothing to report.  Where
     another fact shows that the step ran and succeeded, its error text is known to be empty (""), so entries that
@@ -314,6 +319,11 @@ def _no_error_facts(facts: dict[str, Any]) -> dict[str, Any]:
         new["torch.import_error"] = ""
     if facts.get("gen.ran") is True:
         new["gen.error"] = ""
+    if facts.get("torch.installed") is True and any(k in facts for k in NEIGHBOUR_PACKAGES):
+        # the torch probe read the package metadata of the environment: a neighbour it did not report is not
+        # installed there ("" = no version)
+        for k in NEIGHBOUR_PACKAGES:
+            new[k] = ""
     if facts.get("kfd.present") is False or facts.get("kfd.permission_denied") is False:
         new["kfd.open_error"] = ""      # no /dev/kfd to open, or it opened (an error would have been recorded)
     return new

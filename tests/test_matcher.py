@@ -213,3 +213,12 @@ def test_the_shipped_expectations_hold():
     assert not problems, problems
     assert len(rows) >= 10
     assert [r for r in rows if not r["ok"]] == []
+
+
+def test_a_neighbour_package_the_torch_probe_did_not_report_is_not_installed():
+    from diagnostics.derive import derive
+
+    got = derive({"torch.installed": True, "pkg.onnxruntime_gpu": "1.16.3"})
+    assert got["pkg.onnxruntime"] == "" and "pkg.onnxruntime_gpu" not in got
+    assert "pkg.onnxruntime" not in derive({"pkg.onnxruntime_gpu": "1.16.3"})   # no probe run: unknown
+    assert "pkg.vllm" not in derive({"torch.installed": True})                # no package scan seen
