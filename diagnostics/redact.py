@@ -64,7 +64,7 @@ _TRIVIAL_VALUES = {"", "0", "1", "true", "false", "yes", "no", "on", "off", "non
 _SECRET_SUFFIXES = {
     "TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "PASS", "PW", "APIKEY", "ACCESSKEY", "ACCOUNTKEY",
     "PASSPHRASE", "CREDENTIAL", "CREDENTIALS", "CREDS", "PAT", "AUTHTOKEN", "PRIVATEKEY", "SECRETKEY",
-    "COOKIE", "AUTH", "SIG", "AUTHORIZATION", "APITOKEN", "ACCESSTOKEN", "REFRESHTOKEN", "SESSIONTOKEN",
+    "COOKIE", "AUTH", "SIG", "APITOKEN", "ACCESSTOKEN", "REFRESHTOKEN", "SESSIONTOKEN",
 }
 # ... or anywhere in the name (AWS_SECRET_ACCESS_KEY_ID, PGPASSWORD_FILE is still flagged: cheap false positive).
 _SECRET_INFIXES = ("PASSWORD", "SECRET", "PASSWD")
@@ -209,6 +209,9 @@ _HOME_RE = re.compile(r"(?:/home/|/Users/|[A-Za-z]:\\\\?Users\\\\?)(?P<u>[A-Za-z
 _NOT_USERS = {"<user>", "root", "shared", "public", "default", "all users", "runner"}
 
 
+_PATH_RE = re.compile(r"(?:~|\.{1,2})?/[\w.\-/+@]*[`'\"\.,;:)]*$")
+
+
 def _value_span(m: re.Match[str]) -> tuple[int, int] | None:
     for g in ("s", "s2", "s3"):
         try:
@@ -248,6 +251,8 @@ def find_secrets(text: str) -> list[tuple[int, int, str]]:
             a, b = sp
             while b > a and text[b - 1] in " \t\r":
                 b -= 1
+            if check_name and _PATH_RE.match(text, a, b):  # --ssl-key /etc/x.pem: the key's file, not the key
+                continue
             if b > a:
                 spans.append((a, b, kind))
     if not spans:
