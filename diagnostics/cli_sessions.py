@@ -296,6 +296,9 @@ def register_cli(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .termsafe import install
+
+    install()
     parser = argparse.ArgumentParser(prog="python -m diagnostics.cli_sessions")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     register_cli(sub)
