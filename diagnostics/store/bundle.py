@@ -343,6 +343,17 @@ def build_bundle(session: dict[str, Any]) -> bytes:
     return (json.dumps(bundle, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
 
 
+def _streamed_sha256(obj: Any) -> str:
+    """summary.sha256_of(obj), without building the whole canonical JSON text and its bytes at once."""
+    import hashlib
+
+    h = hashlib.sha256()
+    enc = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False)
+    for chunk in enc.iterencode(obj):
+        h.update(chunk.encode("utf-8"))
+    return h.hexdigest()
+
+
 class _Refused(ValueError):
     pass
 
@@ -375,6 +386,7 @@ def parse_bundle(data: bytes) -> tuple[dict[str, Any], list[str]]:
                           "gpu-doctor bundle") from None
     try:
         bundle = json.loads(text, parse_int=_parse_int, parse_constant=_no_constant)
+        del text  # the parsed bundle holds it all; keep one copy, not two
     except _Refused as e:
         raise BundleError(f"refused: {e}") from None
     except json.JSONDecodeError as e:
@@ -404,7 +416,7 @@ def parse_bundle(data: bytes) -> tuple[dict[str, Any], list[str]]:
         raise BundleError("refused: the bundle has no sha256 checksum")
     rest = {k: v for k, v in bundle.items() if k != "sha256"}
     try:
-        actual = sha256_of(rest)
+        actual = _streamed_sha256(rest)
     except ValueError as e:
         raise BundleError(f"refused: the bundle holds values JSON cannot carry ({e})") from None
     if actual != claimed.lower():
