@@ -57,7 +57,7 @@ from typing import Any, Iterator
 
 PLACEHOLDER_RE = re.compile(r"<SECRET-(\d{1,9})>")
 _TRIVIAL_VALUES = {"", "0", "1", "true", "false", "yes", "no", "on", "off", "none", "null", "unset", "nil",
-                   "undefined", "required", "optional", "xxx", "***", "<redacted>", "redacted", "changeme?"}
+                   "undefined", "required", "optional", "xxx", "***", "<redacted>", "redacted"}
 
 # Components of a variable name that mark its value as secret when they are the LAST component
 # (HF_TOKEN, OPENAI_API_KEY, db_password) ...
@@ -222,8 +222,9 @@ def _value_span(m: re.Match[str]) -> tuple[int, int] | None:
     return None
 
 
-def find_secrets(text: str) -> list[tuple[int, int, str]]:
-    """The secret spans in *text*: (start, end, kind), sorted, overlaps merged."""
+def _block_spans(text: str) -> list[tuple[int, int, str]]:
+    """The secrets that run over many lines: key blocks (to their END line, else to the end of the text) and
+    PuTTY private lines."""
     spans: list[tuple[int, int, str]] = []
     if "PRIVATE KEY" in text:
         pos = 0
@@ -237,6 +238,60 @@ def find_secrets(text: str) -> list[tuple[int, int, str]]:
             pos = end
     if "Private-Lines:" in text:
         spans.extend((m.start("s"), m.end("s"), "private-key") for m in _PUTTY_RE.finditer(text))
+        spans.sort()
+    return spans
+
+
+CHUNK = 1 << 20  # long texts are redacted a chunk at a time (bounded span lists; see _chunks)
+_NETRC_WORDS = ("machine", "login", "default")
+
+
+def _chunks(text: str, blocks: list[tuple[int, int, str]]) -> list[tuple[int, int]]:
+    """Cut *text* into pieces of about CHUNK characters at line ends that no secret can straddle: never inside
+    a key block, never within 2 KiB after a .netrc keyword (its password may be lines further down).  Every
+    other rule of the grammar stays within one line."""
+    import bisect
+
+    cuts: list[tuple[int, int]] = []
+    pos = 0
+    n = len(text)
+    starts = [a for a, _, _ in blocks]
+    ends = [b for _, b, _ in blocks]
+
+    def covering(cut: int) -> int | None:
+        """The end of the block (or of overlapping blocks) that *cut* falls inside, else None."""
+        i = bisect.bisect_left(starts, cut) - 1
+        end = max(ends[max(0, i - 63): i + 1], default=-1) if i >= 0 else -1
+        return end if end > cut else None
+
+    while pos < n:
+        want = pos + CHUNK
+        if want >= n:
+            cuts.append((pos, n))
+            break
+        c = text.find("\n", want)
+        tries = 0
+        while c != -1:
+            cut = c + 1
+            blk = covering(cut)
+            if blk is not None:  # never inside a key block: jump past its end
+                c = text.find("\n", blk - 1)
+                continue
+            if tries < 64 and any(w in text[max(pos, cut - 2048):cut] for w in _NETRC_WORDS):
+                tries += 1
+                c = text.find("\n", cut)
+                continue
+            break
+        cut = n if c == -1 else c + 1
+        cuts.append((pos, cut))
+        pos = cut
+    return cuts
+
+
+def find_secrets(text: str, blocks: list[tuple[int, int, str]] | None = None) -> list[tuple[int, int, str]]:
+    """The secret spans in *text*: (start, end, kind), sorted, overlaps merged.  *blocks*: the multi-line
+    spans when the caller has found them already (for a chunk of a longer text)."""
+    spans: list[tuple[int, int, str]] = list(_block_spans(text) if blocks is None else blocks)
     for m in _TOKEN_RE.finditer(text):
         spans.append((m.start(), m.end(), _TOKEN_KINDS[m.lastgroup or ""]))
     for (kind, rx, check_name), needles in zip(_RULES, _NEEDLES):
@@ -366,19 +421,32 @@ class Redactor:
             return text
         self._where = where
         self.reserve(text)
-        spans = find_secrets(text)
-        if spans:
-            out: list[str] = []
-            last = 0
-            for a, b, kind in spans:
-                out.append(text[last:a])
-                out.append(self._replace(text[a:b], kind))
-                last = b
-            out.append(text[last:])
-            text = "".join(out)
+        if len(text) <= CHUNK:
+            text = self._apply(text, find_secrets(text))
+        else:  # piecewise: the span list and the pieces of one chunk at a time (peak memory ~2x the text)
+            blocks = _block_spans(text)
+            parts = []
+            for a, b in _chunks(text, blocks):
+                piece = text[a:b]
+                mine = [(max(x, a) - a, min(y, b) - a, k) for x, y, k in blocks if x < b and y > a]
+                parts.append(self._apply(piece, find_secrets(piece, mine)))
+            text = "".join(parts)
+            del parts
         if self.mask_identity:
             text = self._identity(text)
         return text
+
+    def _apply(self, text: str, spans: list[tuple[int, int, str]]) -> str:
+        if not spans:
+            return text
+        out: list[str] = []
+        last = 0
+        for a, b, kind in spans:
+            out.append(text[last:a])
+            out.append(self._replace(text[a:b], kind))
+            last = b
+        out.append(text[last:])
+        return "".join(out)
 
     def env_value(self, name: str, value: str, where: str = "") -> str:
         """The value of an environment variable / fact called *name*: all of it is secret if the name says so."""

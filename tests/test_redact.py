@@ -242,6 +242,9 @@ def test_property_grammar_in_every_context(ctx: str, name: str, value: str, pref
     if ctx == "json":
         value = value.replace("\\", "")
     assume(value not in prefix + suffix)
+    from diagnostics.redact import _TRIVIAL_VALUES
+
+    assume(value.lower() not in _TRIVIAL_VALUES)  # "true", "none", "undefined": placeholders of no secret
     text = prefix + "\n" + _CONTEXTS[ctx](name, value) + "\n" + suffix
     out = redact_text(text)
     assert value not in out, (ctx, out)
@@ -270,3 +273,25 @@ def test_property_two_secrets_never_share_a_placeholder(a: str, b: str) -> None:
     p = [ln.split("=", 1)[1] for ln in out.splitlines()]
     assert p[0] == p[2]
     assert (p[0] == p[1]) == (a == b)
+
+
+def test_long_texts_are_redacted_piecewise_with_the_same_result(monkeypatch) -> None:
+    """Above CHUNK characters the text is redacted a chunk at a time; secrets near every cut still go, and
+    a key block or a .netrc entry that straddles a would-be cut is not split."""
+    import diagnostics.redact as R
+
+    monkeypatch.setattr(R, "CHUNK", 2000)
+    pieces, secrets = [], []
+    for i, (_, text, secret) in enumerate(FORMATS):
+        if "no-end" in FORMATS[i][0]:
+            continue
+        pieces.append(f"filler line {i} " + "x" * (i * 37 % 900) + "\n" + text + "\n")
+        secrets.append(secret)
+    pieces.append("-----BEGIN RSA PRIVATE KEY-----\n" + "QUJD\n" * 1500 + "tailSECRETkey\n")  # no END: to the end
+    big = "".join(pieces)
+    assert len(big) > 20 * R.CHUNK
+    out = redact_text(big)
+    for s in secrets + ["tailSECRETkey"]:
+        assert s not in out
+    monkeypatch.setattr(R, "CHUNK", 1 << 30)
+    assert redact_text(big) == out, "piecewise and whole give the same text"
