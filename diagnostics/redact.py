@@ -426,11 +426,15 @@ class Redactor:
         else:  # piecewise: the span list and the pieces of one chunk at a time (peak memory ~2x the text)
             blocks = _block_spans(text)
             parts = []
+            changed = False
             for a, b in _chunks(text, blocks):
                 piece = text[a:b]
                 mine = [(max(x, a) - a, min(y, b) - a, k) for x, y, k in blocks if x < b and y > a]
-                parts.append(self._apply(piece, find_secrets(piece, mine)))
-            text = "".join(parts)
+                done = self._apply(piece, find_secrets(piece, mine))
+                changed = changed or done is not piece
+                parts.append(done)
+            if changed:
+                text = "".join(parts)
             del parts
         if self.mask_identity:
             text = self._identity(text)
