@@ -358,6 +358,13 @@ class Collected:
     def feed(self, rec: dict[str, Any], size: int = 0) -> None:
         if rec.get("done") is True:
             self.done = True
+        # the small control records always count, however much came before them
+        if "status" in rec:
+            self.status = str(rec["status"])[:32]
+        if "summary" in rec:
+            self.summary = str(rec["summary"])[:2000]
+        if "stage" in rec:
+            self.stage = str(rec["stage"])[:200]
         self.bytes_in += size
         if self.bytes_in > MAX_RECORD_BYTES:
             if self.dropped == 0:
@@ -382,11 +389,5 @@ class Collected:
                               "text": str(rec["log"].get("text", ""))[-MAX_LOG_CHARS:]})
         if "note" in rec and len(self.notes) < MAX_NOTES:
             self.notes.append(str(rec["note"])[:2000])
-        if "status" in rec:
-            self.status = str(rec["status"])
-        if "summary" in rec:
-            self.summary = str(rec["summary"])
-        if "stage" in rec:
-            self.stage = str(rec["stage"])
         if isinstance(rec.get("extra"), dict):
             self.extra.update(rec["extra"])
