@@ -56,6 +56,8 @@ def child(path: str, kind: str, mb: int) -> dict:
     text = line * max(1, size // len(line.encode()))
     arg: object = text
     if path == "import":
+        if size > MAX_BUNDLE_BYTES // 3:  # the bundle holds the text about three times (session, Markdown, HTML)
+            return {"skipped": f"bundles stop at {MAX_BUNDLE_BYTES // 2**20} MB"}
         arg = build_bundle({"session_id": "", "logs": [{"name": "x", "text": text}]})
         if len(arg) > MAX_BUNDLE_BYTES:  # type: ignore[arg-type]
             return {"skipped": f"bundles stop at {MAX_BUNDLE_BYTES // 2**20} MB"}
