@@ -209,6 +209,8 @@ _HOME_RE = re.compile(r"(?:/home/|/Users/|[A-Za-z]:\\\\?Users\\\\?)(?P<u>[A-Za-z
 _NOT_USERS = {"<user>", "root", "shared", "public", "default", "all users", "runner"}
 
 
+# NAME: word word... : an unquoted value of letters only, followed by more words on its line
+_PROSE_AFTER_COLON = re.compile(r"[ \t]{0,16}:[ \t]{1,16}[A-Za-z]{1,40}[ \t]+[A-Za-z]")
 _PATH_RE = re.compile(r"(?:~|\.{1,2})?/[\w.\-/+@]*[`'\"\.,;:)]*$")
 
 
@@ -308,6 +310,8 @@ def find_secrets(text: str, blocks: list[tuple[int, int, str]] | None = None) ->
                 b -= 1
             if check_name and _PATH_RE.match(text, a, b):  # --ssl-key /etc/x.pem: the key's file, not the key
                 continue
+            if "s3" in rx.groupindex and m.group("s3") is not None and _PROSE_AFTER_COLON.match(text, m.end("name")):
+                continue  # "apt-key: command not found", "token: check your settings": prose, not a value
             if b > a:
                 spans.append((a, b, kind))
     if not spans:
@@ -490,6 +494,9 @@ def _looks_like_non_secret(value: str) -> bool:
     if v.lower() in _TRIVIAL_VALUES:
         return True
     if PLACEHOLDER_RE.fullmatch(v) or v in {"<HOST>", "<USER>", "<REDACTED>"} or set(v) <= {"*", "x", "X", "."}:
+        return True
+    # placeholders of documentation, not secrets: <your token>, <that file>, hf_..., sk-…
+    if v.startswith("<") or (v.endswith(("...", "…")) and len(v.rstrip(".…")) <= 12):
         return True
     # references to another variable are not the secret itself: $HF_TOKEN, ${HF_TOKEN}, %HF_TOKEN%, $(cat f)
     if v.startswith("$") and re.fullmatch(r"\$(?:\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*|\([^()]*\))",

@@ -52,6 +52,11 @@ def test_secret_is_replaced(text: str, secret: str) -> None:
     "https://github.com/ROCm/ROCm/issues/2536",
     "PWD=/work OLDPWD=/tmp",
     "HF_HUB_DISABLE_TELEMETRY=1 HF_TOKEN=$HF_TOKEN",
+    # KB prose (kb/apt-repository-key-failure.yaml, hf-gated-model-access-denied.yaml, secure-boot-...)
+    "the first step fails: `apt-key: command not found`.",
+    "or export `HF_TOKEN=hf_...` in the environment of the service",
+    "After the reboot check `mokutil --test-key <that file>` and `lsmod | grep amdgpu`.",
+    "Invalid token: check your settings and try again",
 ])
 def test_harmless_text_untouched(text: str) -> None:
     assert redact_text(text) == text
