@@ -490,7 +490,7 @@ class Redactor:
 
 
 def _looks_like_non_secret(value: str) -> bool:
-    v = value.strip().strip("\"'")
+    v = value.strip().strip("\"'`")
     if v.lower() in _TRIVIAL_VALUES:
         return True
     if PLACEHOLDER_RE.fullmatch(v) or v in {"<HOST>", "<USER>", "<REDACTED>"} or set(v) <= {"*", "x", "X", "."}:
