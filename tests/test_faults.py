@@ -791,7 +791,7 @@ def test_tool_with_endless_output_is_stopped_with_bounded_memory(box, tmp_path):
 
     _, bindir = tool_dir(tmp_path, {"rocminfo": ENDLESS})
     got, _ = _run_tool_in_child(box, bindir / "rocminfo", 60)
-    assert got["prob"].startswith("stopped after printing more than"), got
+    assert (got["prob"] or "").startswith("stopped after printing more than"), got
     assert got["out_len"] <= TOOL_KEEP_BYTES
     assert got["peak"] < 200 * 1024 * 1024 + 3 * TOOL_MAX_BYTES, got["peak"]
 
