@@ -104,10 +104,48 @@ def check_limits(obj: Any, where: str = "bundle") -> None:
                 stack.extend((v, d + 1, f"{p}[{i}]") for i, v in enumerate(o))
 
 
-def validate_report(report: Any, *, where: str = "session") -> None:
-    """Raise ValueError when *report* does not have the shape of a session report."""
+def _validate_basic(report: dict[str, Any], where: str) -> None:
+    """The checks every saved report passes: top-level types and the required key of each list item."""
+    for key, types in _TOP_SCHEMA.items():
+        if key in ("notes", "verdict", "python", "possible"):
+            continue
+        v = report.get(key)
+        if v is not None and not _is(v, types):
+            raise ValueError(f"{where}.{key} must be {_tname(types)}, got {type(v).__name__}")
+    for k in report.get("facts") or {}:
+        if not isinstance(k, str) or len(k) > 255:
+            raise ValueError(f"{where}.facts has a bad fact name {str(k)[:60]!r}")
+    for key, required in (("probes", ("id",)), ("diagnoses", ("id",)), ("logs", ("text",)),
+                          ("not_ruled_out", ("id",))):
+        items = report.get(key)
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            raise ValueError(f"{where}.{key} must be list, got {type(items).__name__}")
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise ValueError(f"{where}.{key}[{i}] must be an object")
+            for r in required:
+                if not isinstance(item.get(r), str):
+                    raise ValueError(f"{where}.{key}[{i}].{r} must be a string")
+            if key == "probes" and item.get("facts") is not None and not isinstance(item.get("facts"), dict):
+                raise ValueError(f"{where}.probes[{i}].facts must be an object")
+            if item.get("evidence") is not None and not isinstance(item.get("evidence"), list):
+                raise ValueError(f"{where}.{key}[{i}].evidence must be a list")
+
+
+def validate_report(report: Any, *, where: str = "session", strict: bool = False) -> None:
+    """Raise ValueError when *report* does not have the shape of a session report.
+
+    ``strict`` (import): also the limits (depth, NUL, non-finite numbers), a canonical lower-case UUID as id,
+    ``created_at`` not in the future, and the type of every field of every list item the pages read.  A
+    report being saved is not held to these (save gives a non-UUID id a new one; NULs are the store's to
+    strip)."""
     if not isinstance(report, dict):
         raise ValueError(f"{where} must be a JSON object, got {type(report).__name__}")
+    if not strict:
+        _validate_basic(report, where)
+        return
     check_limits(report, where)
     for key, types in _TOP_SCHEMA.items():
         v = report.get(key)
@@ -424,7 +462,7 @@ def parse_bundle(data: bytes) -> tuple[dict[str, Any], list[str]]:
                           f"(expected {claimed[:12]}..., got {actual[:12]}...)")
     session = bundle.get("session")
     try:
-        validate_report(session)
+        validate_report(session, strict=True)
     except ValueError as e:
         raise BundleError(f"refused: the session in the bundle is malformed: {e}") from None
     session, changed = neutralise(session)
