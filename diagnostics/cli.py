@@ -413,6 +413,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .termsafe import install
+
+    install()  # the one place the CLI's text is written: no escape sequence reaches a terminal
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

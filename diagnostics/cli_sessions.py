@@ -128,10 +128,14 @@ def cmd_import(args: argparse.Namespace) -> int:
     from .store.bundle import MAX_BUNDLE_BYTES, BundleError
 
     p = Path(args.file)
-    size = p.stat().st_size
-    if size > MAX_BUNDLE_BYTES:
-        raise BundleError(f"refused: {p} is {size:,} bytes, more than the {MAX_BUNDLE_BYTES // (1024 * 1024)} MB limit")
-    data = p.read_bytes()
+    limit_mb = MAX_BUNDLE_BYTES // (1024 * 1024)
+    if p.is_file() and p.stat().st_size > MAX_BUNDLE_BYTES:
+        raise BundleError(f"refused: {p} is {p.stat().st_size:,} bytes, more than the {limit_mb} MB limit")
+    # a pipe, /dev/stdin or a device has no size to trust: read at most one byte past the limit, then refuse
+    with open(p, "rb") as f:
+        data = f.read(MAX_BUNDLE_BYTES + 1)
+    if len(data) > MAX_BUNDLE_BYTES:
+        raise BundleError(f"refused: {p} holds more than the {limit_mb} MB limit (stopped reading there)")
     store = _store(args)
     res = store.import_bundle_ex(data)
     if args.json:
@@ -296,6 +300,9 @@ def register_cli(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .termsafe import install
+
+    install()
     parser = argparse.ArgumentParser(prog="python -m diagnostics.cli_sessions")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     register_cli(sub)

@@ -50,7 +50,7 @@ def run_probe(spec: ProbeSpec, *, python: str = sys.executable, root: str = "/",
         if rec is None:
             return
         with lock:
-            col.feed(rec)
+            col.feed(rec, len(line))
         if "stage" in rec and on_event:
             on_event({"event": "stage", "probe": spec.id, "stage": rec["stage"]})
 
@@ -94,6 +94,12 @@ def finish(spec: ProbeSpec, res: ChildResult, col: Collected) -> dict[str, Any]:
     elif res.returncode not in (0, None) and col.status is None:
         status = "fail"
         error = f"exited with status {res.returncode}{where}"
+        summary = error
+    elif not col.done:
+        # it ended (even with status 0) before its final record: what it did not report is unknown, not fine
+        status = "crashed"
+        error = (f"ended (exit status {res.returncode}){where} before its final record; "
+                 "its results are incomplete")
         summary = error
     if status in ("timeout", "crashed") or (error and tail):
         if tail:

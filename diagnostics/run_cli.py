@@ -24,9 +24,36 @@ def _progress_printer(enabled: bool):
     return on_event
 
 
+def _stop_on_signals() -> None:
+    """SIGINT / SIGTERM during `run`: kill every probe child (and what escaped its group) and exit at once.
+
+    Waiting for the probe threads would wait for a hung torch's time limit; the children live in their own
+    sessions, so a plain exit would leave them running.  The handler kills them all (runner.stop_all) and
+    ends the process with exit status 2 (the tool did not finish)."""
+    import signal
+
+    from .runner import stop_all
+
+    def handler(signum: int, frame: Any) -> None:
+        stop_all()
+        try:
+            sys.stderr.write(f"interrupted ({signal.Signals(signum).name}); every probe was stopped\n")
+            sys.stderr.flush()
+        except Exception:
+            pass
+        os._exit(EXIT_TOOL)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(sig, handler)
+        except (ValueError, OSError):  # not the main thread (an embedding caller): leave its handlers alone
+            pass
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from . import service
 
+    _stop_on_signals()
     if args.python and not (os.path.isfile(args.python) and os.access(args.python, os.X_OK)):
         raise ToolError(f"--python {args.python}: not an executable file")
     logs, notes = _read_inputs(args.log)

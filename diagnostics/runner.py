@@ -154,6 +154,24 @@ def signal_name(num: int) -> str:
         return f"signal {num}"
 
 
+# the children running now (process group -> token), so that an interrupted `run` can stop them all at once
+_LIVE: dict[int, str] = {}
+_LIVE_LOCK = threading.Lock()
+STOPPING = threading.Event()  # set by stop_all(): no new child starts, running ones are stopped
+
+
+def stop_all() -> None:
+    """Kill every child started by run_child that is still running, and whatever escaped its group; no new
+    child starts afterwards.  Safe to call from a signal handler (no lock is waited for long)."""
+    STOPPING.set()
+    with _LIVE_LOCK:
+        live = dict(_LIVE)
+    for pgid in live:
+        _killpg(pgid, signal.SIGKILL)
+    for token in live.values():
+        sweep_token(token)
+
+
 TOKEN_VAR = "DIAG_RUN"  # + "_<token>=1": nested runs each add their own (no GPU_/HIP_ prefix: the env probe skips it)
 
 
@@ -193,6 +211,8 @@ def run_child(argv: list[str], *, timeout: float, env: dict[str, str] | None = N
     ``nice`` > 0 lowers the child's CPU priority (cheap probes yield to the one on the critical path).
     """
     t0 = time.monotonic()
+    if STOPPING.is_set():
+        return ChildResult(list(argv), None, None, False, 0.0, "", "", start_error="not started: interrupted")
     token = os.urandom(8).hex()
     env = dict(os.environ if env is None else env)
     env[f"{TOKEN_VAR}_{token}"] = "1"
@@ -208,6 +228,8 @@ def run_child(argv: list[str], *, timeout: float, env: dict[str, str] | None = N
         return ChildResult(list(argv), None, None, False, time.monotonic() - t0, "", "",
                            start_error=f"could not start {argv[0]}: {what}")
     pgid = proc.pid
+    with _LIVE_LOCK:
+        _LIVE[pgid] = token
     if nice > 0:
         try:
             os.setpriority(os.PRIO_PROCESS, proc.pid, nice)
@@ -235,7 +257,7 @@ def run_child(argv: list[str], *, timeout: float, env: dict[str, str] | None = N
     deadline = t0 + timeout
     while True:
         left = deadline - time.monotonic()
-        if cancel is not None and cancel.is_set():
+        if cancel is not None and cancel.is_set() or STOPPING.is_set():
             left = 0
         if left <= 0:
             timed_out = True
@@ -255,6 +277,8 @@ def run_child(argv: list[str], *, timeout: float, env: dict[str, str] | None = N
     # whatever the child forked dies with it: nothing is left behind holding our pipes
     _killpg(pgid, signal.SIGKILL)
     sweep_token(token)  # and what escaped the group (own session, setsid daemons) by its inherited token
+    with _LIVE_LOCK:
+        _LIVE.pop(pgid, None)
     for t in threads:
         t.join(timeout=2.0)
     rc = proc.returncode
@@ -304,9 +328,20 @@ def parse_record(line: str) -> dict[str, Any] | None:
     return rec
 
 
+MAX_RECORD_BYTES = 8 * 1024 * 1024  # protocol records accepted from one child, in all
+MAX_EVIDENCE = 200  # evidence items accepted from one child
+MAX_NOTES = 200
+MAX_LOGS = 32
+MAX_LOG_CHARS = 200_000
+
+
 @dataclass
 class Collected:
-    """What a child reported through the protocol before it ended (or died)."""
+    """What a child reported through the protocol before it ended (or died).
+
+    Bounded: a child that floods the protocol (forged evidence lines by the million) is cut at MAX_EVIDENCE
+    items and MAX_RECORD_BYTES in all, and the cut is said in a note; the report cannot grow with it.
+    ``done`` is set by the child's final record: a child that exits 0 without it did not finish."""
 
     facts: dict[str, Any] = field(default_factory=dict)
     evidence: list[dict[str, Any]] = field(default_factory=list)
@@ -316,24 +351,43 @@ class Collected:
     summary: str | None = None
     stage: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    done: bool = False
+    bytes_in: int = 0
+    dropped: int = 0
 
-    def feed(self, rec: dict[str, Any]) -> None:
+    def feed(self, rec: dict[str, Any], size: int = 0) -> None:
+        if rec.get("done") is True:
+            self.done = True
+        # the small control records always count, however much came before them
+        if "status" in rec:
+            self.status = str(rec["status"])[:32]
+        if "summary" in rec:
+            self.summary = str(rec["summary"])[:2000]
+        if "stage" in rec:
+            self.stage = str(rec["stage"])[:200]
+        self.bytes_in += size
+        if self.bytes_in > MAX_RECORD_BYTES:
+            if self.dropped == 0:
+                self.notes.append(f"the probe sent more than {MAX_RECORD_BYTES // (1024 * 1024)} MB of records; "
+                                  "the rest was dropped")
+            self.dropped += 1
+            return
+        if "evidence" in rec and len(self.evidence) >= MAX_EVIDENCE:
+            if not any(n.startswith("more than ") and "evidence" in n for n in self.notes):
+                self.notes.append(f"more than {MAX_EVIDENCE} evidence items; the rest was dropped")
+            self.dropped += 1
+            rec = {k: v for k, v in rec.items() if k != "evidence"}
         if "fact" in rec and "value" in rec:
             self.facts[str(rec["fact"])] = rec["value"]
         if isinstance(rec.get("facts"), dict):
             self.facts.update(rec["facts"])
         if "evidence" in rec:
             ev = rec["evidence"]
-            self.evidence.extend(ev if isinstance(ev, list) else [ev])
-        if "log" in rec and isinstance(rec["log"], dict):
-            self.logs.append({"name": str(rec["log"].get("name", "output")), "text": str(rec["log"].get("text", ""))})
-        if "note" in rec:
-            self.notes.append(str(rec["note"]))
-        if "status" in rec:
-            self.status = str(rec["status"])
-        if "summary" in rec:
-            self.summary = str(rec["summary"])
-        if "stage" in rec:
-            self.stage = str(rec["stage"])
+            self.evidence.extend((ev if isinstance(ev, list) else [ev])[: MAX_EVIDENCE - len(self.evidence)])
+        if "log" in rec and isinstance(rec["log"], dict) and len(self.logs) < MAX_LOGS:
+            self.logs.append({"name": str(rec["log"].get("name", "output"))[:200],
+                              "text": str(rec["log"].get("text", ""))[-MAX_LOG_CHARS:]})
+        if "note" in rec and len(self.notes) < MAX_NOTES:
+            self.notes.append(str(rec["note"])[:2000])
         if isinstance(rec.get("extra"), dict):
             self.extra.update(rec["extra"])

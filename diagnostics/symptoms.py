@@ -77,17 +77,59 @@ _ANY_CJK = re.compile(rf"[{_CJK}]")
 _SPACE_NEAR_CJK = re.compile(rf" (?:(?=[{_CJK}])|(?<=[{_CJK}] ))")
 
 
+_WS = re.compile(r"\s+")
+_FOLD_CHUNK = 1 << 16
+
+
+def _cut(text: str, start: int) -> int:
+    """Where the chunk from *start* ends: after a newline near start + _FOLD_CHUNK, else between two ASCII
+    characters (NFKC never composes across either), else at the size itself."""
+    want = start + _FOLD_CHUNK
+    if want >= len(text):
+        return len(text)
+    nl = text.find("\n", want, want + 65536)
+    if nl >= 0:
+        return nl + 1
+    for p in range(want, min(len(text), want + 4096)):
+        if text[p] < "\x80" and text[p - 1] < "\x80":
+            return p
+    return want
+
+
+def _fold(text: str) -> str:
+    """NFKC + casefold + whitespace runs -> one space, no space next to CJK, stripped; in chunks of about a MiB, so that the
+    temporary arrays of NFKC and the folded copies stay bounded (the whole text at once took ~135x its size
+    through str.split()'s list of words)."""
+    parts: list[str] = []
+    pos = 0
+    while pos < len(text):
+        end = _cut(text, pos)
+        t = _WS.sub(" ", unicodedata.normalize("NFKC", text[pos:end]).casefold())
+        if parts and parts[-1].endswith(" ") and t.startswith(" "):
+            t = t[1:]
+        if _ANY_CJK.search(t):
+            t = _SPACE_NEAR_CJK.sub("", t)
+        if parts and t:  # the CJK rule across the seam: no space next to a CJK character on either side
+            prev = parts[-1]
+            if prev.endswith(" ") and (_ANY_CJK.match(t, 0) or len(prev) > 1 and _ANY_CJK.match(prev, len(prev) - 2)):
+                parts[-1] = prev[:-1]
+            elif t.startswith(" ") and _ANY_CJK.match(prev, len(prev) - 1):
+                t = t[1:]
+        if t:
+            parts.append(t)
+        pos = end
+    out = "".join(parts)
+    del parts
+    return out.strip(" ")
+
+
 def normalize(text: str) -> str:
     """Fold a description for matching: NFKC (full-width -> half-width), case folding, whitespace runs -> one
     space, no space next to a CJK character.  (Traditional characters are handled by the lexicon, which also
     carries a traditional spelling of each phrase.)
 
     Every step is a single linear pass; the CJK step only runs when CJK characters occur."""
-    t = unicodedata.normalize("NFKC", text)
-    t = " ".join(t.casefold().split())
-    if _ANY_CJK.search(t):
-        t = _SPACE_NEAR_CJK.sub("", t)
-    return t
+    return _fold(text)
 
 
 @dataclass(frozen=True)
@@ -438,7 +480,7 @@ _TOOL_LINE = re.compile(
     r"|\s*(?:Traceback|File \"|During handling|\$ |# |>>> |\.\.\. )"
     r"|\s*(?:export|set|setx|\$env:)\s*[A-Za-z_]\w*\s*=\S"     # a shell variable being set (a command, not words)
     r"|\s*[A-Z][A-Z0-9_]{2,}[:\]]"                        # ERROR:, WARN], HSA_STATUS_...:
-    r"|\s*(?:[\w-]*[_.\d][\w.-]*|[\w.-]+\([\w ]+\)):\s"    # MIOpen(HIP): ..., ggml_cuda_init: ...
+    r"|\s*(?:(?=[\w-]*[_.\d])[\w.-]+|[\w.-]+\([\w ]+\)):\s"  # MIOpen(HIP): ..., ggml_cuda_init: ... (linear)
     r"|\s*[\w .()/-]{1,40}:\s{2,}\S"                     # aligned 'Key:   value' tables
     r"|\s*[\w .()/-]{1,40}[:?=]\s*(?:True|False|None|\d[\w.+-]*|'[^']*')\s*$"   # a check script's 'Key: False'
     r"|.*\b0x[0-9a-fA-F]{4,}"                            # addresses

@@ -345,7 +345,7 @@ def test_query_param_lang():
 
 
 def test_login_gate_in_chinese(monkeypatch):
-    monkeypatch.setenv("GPU_DOCTOR_SECRET", "team")
+    monkeypatch.setenv("GPU_DOCTOR_SECRET", "team-password-of-16+")
     at = page("app.py", "zh")
     assert not at.exception
     assert at.text_input[0].label == "团队密码"

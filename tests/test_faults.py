@@ -721,3 +721,136 @@ def test_database_that_is_gone(box, tmp_path):
     assert p.returncode == 2 and "error" in rep["saved"]
     assert ":pw@" not in json.dumps(rep["saved"]), rep["saved"]  # the password never reaches the report
     assert dt < 60
+
+
+# ------------------------------------------------------------------------- issue 16: faults told truthfully
+
+EXIT0_IN_IS_AVAILABLE = """
+import os, types
+__version__ = '2.3.0+rocm5.7'
+version = types.SimpleNamespace(hip='5.7.31921-d1770ee1b', cuda=None)
+def _quit():
+    os._exit(0)  # a broken runtime that ends the process from inside the call, with status 0
+cuda = types.SimpleNamespace(is_available=_quit, get_arch_list=lambda: ['gfx1100'], device_count=_quit)
+"""
+
+
+def test_torch_that_exits_0_inside_is_available_is_not_passed(box, tmp_path):
+    fake = make_fake_torch(tmp_path / "fake", EXIT0_IN_IS_AVAILABLE)
+    p, _ = box.cli(["run", "--json", "--no-generate", "--timeout", "20"], extra={"PYTHONPATH": str(fake)})
+    rep = report_of(p)
+    t = probe(rep, "torch")
+    assert t["status"] == "crashed", t
+    assert "before its final record" in t["error"] and "device query" in t["error"], t["error"]
+    assert t["returncode"] == 0
+    assert rep["verdict"] != "healthy"
+
+
+SEGV_TOOL = "#!/bin/sh\necho 'ROCk module is loaded'\necho 'HSA System Attributes'\nkill -SEGV $$\n"
+# answers, then leaves a grandchild in its own session that keeps the pipes open for 10 minutes
+ANSWER_AND_DAEMON = ("#!/bin/sh\necho 'the answer: 42'\nsetsid sh -c 'sleep 600' &\nexit 0\n")
+ENDLESS = "#!/bin/sh\nexec yes 'endless output line from a broken tool'\n"
+
+
+def _run_tool_in_child(box: Sandbox, tool: Path, timeout: float) -> tuple[dict, float]:
+    """run_tool as a probe child calls it (in a child, with the runner's marker), its result as JSON."""
+    code = ("import json, sys, resource\nfrom diagnostics.probes.base import run_tool\n"
+            f"rc, so, se, prob = run_tool([{str(tool)!r}], timeout={timeout})\n"
+            "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
+            "print(json.dumps({'rc': rc, 'out': so[:200], 'out_len': len(so), 'prob': prob, 'peak': peak}))\n")
+    t0 = time.monotonic()
+    res = run_child([sys.executable, "-c", code], timeout=timeout + 30, cwd=str(ROOT),
+                    env={**os.environ, MARK: box.token, "TMPDIR": str(box.tmp), "PYTHONPATH": str(ROOT)})
+    dt = time.monotonic() - t0
+    assert res.returncode == 0, res.stderr[-2000:]
+    return json.loads(res.stdout.strip().splitlines()[-1]), dt
+
+
+def test_vendor_tool_killed_by_a_signal_is_reported_by_its_signal(box, tmp_path):
+    prefix, bindir = tool_dir(tmp_path, {"rocminfo": SEGV_TOOL, "rocm-smi": SEGV_TOOL, "nvidia-smi": SEGV_TOOL})
+    got, _ = _run_tool_in_child(box, bindir / "rocminfo", 10)
+    assert got["prob"] == "killed by SIGSEGV" and got["rc"] == -11 and "ROCk module" in got["out"]
+    res = run_vendor_probes(box, prefix, bindir, timeout=20)
+    assert res["rocm"]["facts"]["rocminfo.error"] == "rocminfo killed by SIGSEGV", res["rocm"]["facts"]
+    assert res["rocm"]["facts"]["rocm_smi.error"] == "rocm-smi killed by SIGSEGV"
+    assert res["nvidia"]["facts"]["nvidia.smi_error"] == "nvidia-smi killed by SIGSEGV"
+    assert res["nvidia"]["status"] == "fail" and res["rocm"]["status"] != "ok"
+
+
+def test_tool_that_answers_and_leaves_a_daemon_holding_the_pipe(box, tmp_path):
+    _, bindir = tool_dir(tmp_path, {"rocminfo": ANSWER_AND_DAEMON})
+    got, dt = _run_tool_in_child(box, bindir / "rocminfo", 20)
+    assert got["prob"] is None and got["rc"] == 0
+    assert got["out"].strip() == "the answer: 42"
+    assert dt < 15, f"waited {dt:.1f}s for the grandchild (the tool's own limit is 20 s)"
+    # the setsid grandchild carries the marker: the box fixture fails the test if it is still alive
+
+
+def test_tool_with_endless_output_is_stopped_with_bounded_memory(box, tmp_path):
+    from diagnostics.probes.base import TOOL_KEEP_BYTES, TOOL_MAX_BYTES
+
+    _, bindir = tool_dir(tmp_path, {"rocminfo": ENDLESS})
+    got, _ = _run_tool_in_child(box, bindir / "rocminfo", 60)
+    assert (got["prob"] or "").startswith("stopped after printing more than"), got
+    assert got["out_len"] <= TOOL_KEEP_BYTES
+    assert got["peak"] < 200 * 1024 * 1024 + 3 * TOOL_MAX_BYTES, got["peak"]
+
+
+EVIDENCE_FLOOD = """
+import json, sys, types
+line = '@@DIAG ' + json.dumps({'evidence': {'source': 'x', 'excerpt': 'forged ' * 50}}) + '\\n'
+for i in range(400000):
+    sys.stdout.write(line)
+sys.stdout.flush()
+__version__ = '2.4.0+cpu'
+version = types.SimpleNamespace(hip=None, cuda=None)
+cuda = types.SimpleNamespace(is_available=lambda: False, get_arch_list=lambda: [], device_count=lambda: 0)
+"""
+
+
+def test_forged_evidence_flood_gives_a_bounded_report(box, tmp_path):
+    from diagnostics.runner import MAX_EVIDENCE
+
+    fake = make_fake_torch(tmp_path / "fake", EVIDENCE_FLOOD)
+    p, _ = box.cli(["run", "--json", "--no-generate", "--timeout", "60"], extra={"PYTHONPATH": str(fake)},
+                   timeout=240)
+    rep = report_of(p)
+    t = probe(rep, "torch")
+    assert len(t["evidence"]) <= MAX_EVIDENCE + 2
+    assert any("dropped" in n for n in t["notes"]), t["notes"]
+    assert len(p.stdout) < 20_000_000, len(p.stdout)
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_run_stops_at_once_on_a_signal_during_a_hung_torch(box, tmp_path, sig):
+    import signal as _signal
+
+    fake = make_fake_torch(tmp_path / "fake", HANG_ON_DEVICE)
+    env = {**box.env, "PYTHONPATH": str(fake)}
+    proc = subprocess.Popen([sys.executable, "-m", "diagnostics", "run", "--json", "--no-generate", "--timeout",
+                             "120", "--progress"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    # wait until the torch probe is in its device query (the progress line names the stage)
+    deadline = time.monotonic() + 90
+    seen = ""
+    fd = proc.stderr.fileno()
+    os.set_blocking(fd, False)
+    while time.monotonic() < deadline and "device query" not in seen:
+        try:
+            seen += os.read(fd, 65536).decode("utf-8", "replace")
+        except BlockingIOError:
+            time.sleep(0.1)
+    assert "device query" in seen, seen[-2000:]
+    t0 = time.monotonic()
+    proc.send_signal(getattr(_signal, sig))
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail(f"run did not stop within 30 s of {sig}")
+    dt = time.monotonic() - t0
+    proc.stderr.close()
+    assert proc.returncode == 2, proc.returncode
+    # the measured figure (docs/RELIABILITY.md) is well under 2 s; a loaded CI box gets some slack here
+    assert dt < 5, f"{sig}: {dt:.1f}s"
+    # leftovers (the hung torch child, its marker) are checked by the box fixture

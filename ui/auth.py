@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from diagnostics.access import check_secret, load_config, role_for_email
+from diagnostics.access import THROTTLE, check_secret, config_problem, load_config, role_for_email
 from ui.common import T
 
 
@@ -14,9 +14,23 @@ def _oidc_configured() -> bool:
         return False
 
 
+def _client() -> str:
+    """The visitor's address when Streamlit knows it (the throttle's key); all visitors together otherwise."""
+    try:
+        ip = getattr(st.context, "ip_address", None)
+    except Exception:
+        ip = None
+    return ip if isinstance(ip, str) and ip else "*"
+
+
 def gate() -> str:
     """Stop the page until the visitor is let in; return their role ('user' or 'reviewer')."""
     cfg = load_config(oidc_configured=_oidc_configured())
+    problem = config_problem(cfg)
+    if problem:  # a login that cannot protect anything lets no one in (and `serve` refuses to start)
+        st.title(T("ui.app.title"))
+        st.error(T("ui.auth.misconfigured", problem=problem))
+        st.stop()
     if not cfg.login_required:
         st.session_state["role"] = "reviewer"
         return "reviewer"
@@ -37,12 +51,20 @@ def gate() -> str:
         given = st.text_input(T("ui.auth.password"), type="password")
         ok = st.form_submit_button(T("ui.auth.enter"), type="primary")
     if ok:
+        key = _client()
+        wait = THROTTLE.wait(key)
+        if wait > 0:  # too many wrong passwords lately: not even checked until the delay has passed
+            st.error(T("ui.auth.too_many", seconds=int(wait + 0.999)))
+            st.stop()
         role = check_secret(cfg, given)
         if role:
+            THROTTLE.succeeded(key)
             st.session_state["role"] = role
             st.session_state["auth_mode"] = cfg.mode
             st.rerun()
-        st.error(T("ui.auth.wrong_password"))
+        delay = THROTTLE.failed(key)
+        st.error(T("ui.auth.wrong_password") + (" " + T("ui.auth.too_many", seconds=int(delay + 0.999))
+                                                if delay else ""))
     st.stop()
     return "user"  # not reached
 

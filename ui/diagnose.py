@@ -134,16 +134,16 @@ def _share(rep: dict) -> None:
                 st.markdown(T("ui.diagnose.saved"))
         mask = st.session_state.get("mask_identity", False)
         clean = redact_report(rep, mask_identity=mask)
-        c2.download_button(T("ui.diagnose.download_md"), icon=":material/download:", data=render_markdown(clean),
+        c2.download_button(T("ui.diagnose.download_md"), icon=":material/download:", data=lambda: render_markdown(clean),
                            file_name=f"gpu-doctor-{stamp}.md", mime="text/markdown", key="dl_md")
         c3.download_button(T("ui.diagnose.download_json"), icon=":material/download:",
-                           data=json.dumps(clean, indent=2, ensure_ascii=False),
+                           data=lambda: json.dumps(clean, indent=2, ensure_ascii=False),
                            file_name=f"gpu-doctor-{stamp}.json", mime="application/json", key="dl_json")
         with c4:
             store = common.store() if saved else None
             if saved and store is not None:
                 st.download_button(T("ui.diagnose.bundle"), icon=":material/package_2:",
-                                   data=store.export_bundle(saved, mask_identity=mask),
+                                   data=lambda: store.export_bundle(saved, mask_identity=mask),
                                    file_name=f"gpu-doctor-session-{saved[:8]}.json", mime="application/json",
                                    key="dl_bundle",
                                    help=T("ui.diagnose.bundle_help"))

@@ -43,7 +43,7 @@ class Emitter:
             self.fact(k, v)
 
     def evidence(self, source: str, excerpt: str) -> None:
-        emit({"evidence": {"source": source, "excerpt": excerpt[:2000]}})
+        emit({"evidence": {"source": str(source)[:200], "excerpt": excerpt[:2000]}})
 
     def log(self, name: str, text: str) -> None:
         if text and text.strip():
@@ -112,12 +112,27 @@ def read_file(root: str, path: str, limit: int = 1 << 20) -> str | None:
         return None
 
 
+TOOL_KEEP_BYTES = 4 * 1024 * 1024  # kept per stream of one vendor tool
+TOOL_MAX_BYTES = 32 * 1024 * 1024  # a tool that prints more than this in all is stopped ("endless output")
+TOOL_DRAIN_S = 0.3  # after the tool itself exits: how long what is still in its pipes may take to read
+
+
 def run_tool(argv: list[str], timeout: float = 15.0, env: dict[str, str] | None = None) -> tuple[int | None, str, str, str | None]:
     """Run a vendor tool from inside a probe child: (returncode, stdout, stderr, problem).
 
-    problem is None when it ran; else 'missing', 'not executable' or 'timeout'.  Output is kept even on
-    timeout.  Exit codes of vendor tools are not trusted alone: callers parse the text too.
+    problem is None when it ran; else 'missing', 'not executable', 'timeout', 'killed by SIGSEGV' (a death by
+    signal is named, never hidden behind the first line it printed) or 'stopped after printing more than N MB'.
+    Output is kept even on timeout.  Exit codes of vendor tools are not trusted alone: callers parse the text too.
+
+    The tool's own pipes are read until the TOOL exits, not until every copy of the pipe is closed: a tool that
+    answers and leaves a (setsid) grandchild holding the pipe costs no more than its own run (plus
+    TOOL_DRAIN_S), and its answer is kept.  Grandchildren are never waited for; the tool's process group is
+    killed when it ends, and what escaped the group dies with the probe (runner.sweep_token).
     """
+    import select
+    import signal
+    import time
+
     try:
         p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                              env=env, start_new_session=True)
@@ -127,19 +142,75 @@ def run_tool(argv: list[str], timeout: float = 15.0, env: dict[str, str] | None 
         return None, "", "", "not executable"
     except OSError as exc:
         return None, "", "", f"could not start: {exc.strerror or exc}"
-    try:
-        out, err = p.communicate(timeout=timeout)
-        problem = None
-    except subprocess.TimeoutExpired:
-        import signal
+    bufs = {p.stdout.fileno(): bytearray(), p.stderr.fileno(): bytearray()}  # type: ignore[union-attr]
+    for fd in bufs:
+        os.set_blocking(fd, False)
+    open_fds = set(bufs)
+    total = 0
+    problem = None
+    deadline = time.monotonic() + timeout
+    exited_at: float | None = None
 
+    def drain(fd: int) -> bool:
+        """Read what is there now; False at end of file."""
+        nonlocal total
+        while True:
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            if not data:
+                return False
+            total += len(data)
+            room = TOOL_KEEP_BYTES - len(bufs[fd])
+            if room > 0:
+                bufs[fd] += data[:room]
+            if total > TOOL_MAX_BYTES:
+                return True
+
+    while open_fds:
+        now = time.monotonic()
+        if exited_at is None and p.poll() is not None:
+            exited_at = now
+        if exited_at is not None and now - exited_at > TOOL_DRAIN_S:
+            break  # the tool is gone; whoever still holds its pipes is not waited for
+        if now > deadline:
+            problem = "timeout"
+            break
+        if total > TOOL_MAX_BYTES:
+            problem = f"stopped after printing more than {TOOL_MAX_BYTES // (1024 * 1024)} MB"
+            break
+        wait = min(0.05 if exited_at is not None else 0.2, max(0.0, deadline - now))
         try:
-            os.killpg(p.pid, signal.SIGKILL)
+            ready, _, _ = select.select(list(open_fds), [], [], wait)
+        except (OSError, ValueError):
+            break
+        for fd in ready:
+            if not drain(fd):
+                open_fds.discard(fd)
+    try:
+        os.killpg(p.pid, signal.SIGKILL)  # the tool (if still running) and what it forked into its group
+    except OSError:
+        pass
+    p.wait()
+    for fd in list(open_fds):
+        drain(fd)
+    for f in (p.stdout, p.stderr):
+        try:
+            f.close()  # type: ignore[union-attr]
         except OSError:
             pass
-        out, err = p.communicate()
-        problem = "timeout"
-    return p.returncode, strip_ansi(out.decode("utf-8", "replace")), strip_ansi(err.decode("utf-8", "replace")), problem
+    rc = p.returncode
+    if problem is None and rc is not None and rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        problem = f"killed by {name}"
+    out, err = (bytes(bufs[k]).decode("utf-8", "replace") for k in bufs)
+    return rc, strip_ansi(out), strip_ansi(err), problem
 
 
 
@@ -153,4 +224,5 @@ def probe_main(collect: Callable[[str, Emitter], None], facts: tuple[str, ...] |
     if facts is not None:
         out.declared = frozenset(facts)
     collect(args.root, out)
+    emit({"done": True})  # the final record: without it the parent knows the probe did not finish
     sys.stdout.flush()

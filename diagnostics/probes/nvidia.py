@@ -37,7 +37,8 @@ def collect(root: str, out: Emitter) -> None:
     except (ImportError, ValueError):
         errors = []
     if prob or rc != 0 or errors:
-        first = (errors or [ln for ln in text.splitlines() if ln.strip()] or [prob or f"exit {rc}"])[0]
+        first = f"nvidia-smi {prob}" if prob else (  # a signal or timeout is the error, not its first line
+            errors or [ln for ln in text.splitlines() if ln.strip()] or [f"exit {rc}"])[0]
         out.fact("nvidia.smi_error", first.strip()[:300])
         out.log("nvidia-smi", text)
         out.evidence("nvidia-smi", f"nvidia-smi (exit {rc}): {first.strip()[:400]}")

@@ -113,6 +113,8 @@ def collect(root: str, out: Emitter) -> None:
             problems.append(f"rocminfo {prob}")
         facts, notes, errors = _parse("rocminfo", text)
         out.facts(facts)
+        if prob:  # a death by signal / a timeout is the error, not the first line the tool printed
+            out.fact("rocminfo.error", f"rocminfo {prob}")
         if "rocminfo.ok" not in facts and not prob:
             out.fact("rocminfo.ok", rc == 0 and "Agent " in so)
         # the parser decides (rocminfo.ok / rocminfo.error); non-fatal warning lines in `errors` do not fail it
@@ -147,7 +149,8 @@ def collect(root: str, out: Emitter) -> None:
             not facts and re.search(r"(?i)not found in modules|not initialized|no such file", text))
         if bad:
             first = (errors or [ln for ln in text.splitlines() if ln.strip()] or [prob or f"exit status {rc}"])[0]
-            out.fact("rocm_smi.error", str(facts.get("rocm_smi.error") or first).strip()[:300])  # the parser's pick first
+            err = f"{tool} {prob}" if prob else str(facts.get("rocm_smi.error") or first)  # the signal, else the parser's pick
+            out.fact("rocm_smi.error", err.strip()[:300])
             out.log(tool, text)
             out.evidence(tool, f"{tool} (exit {rc}): " + " | ".join(text.splitlines()[:3])[:600])
             problems.append(f"{tool} reported an error")

@@ -15,12 +15,14 @@ from __future__ import annotations
 import html
 import json
 import re
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import markdown as _markdown
 import nh3
 
 from .summary import sha256_of, utcnow, verdict
+from ..verdicts import compute as compute_verdict
 
 FORMAT = "gpu-doctor-session"
 VERSION = 1
@@ -32,34 +34,95 @@ class BundleError(ValueError):
 
 
 # ----------------------------------------------------------------------------------------------- validation
-def validate_report(report: Any, *, where: str = "session") -> None:
-    """Raise ValueError when *report* does not have the shape of a session report."""
-    if not isinstance(report, dict):
-        raise ValueError(f"{where} must be a JSON object, got {type(report).__name__}")
+MAX_DEPTH = 24  # objects/lists nested deeper than this are refused (a real session nests about 6 deep)
+MAX_INT_DIGITS = 40  # integers longer than this are refused (json would take 5000 digits and choke later)
+MAX_ITEMS = 500_000  # values in one bundle
+MAX_FUTURE = timedelta(days=2)  # created_at may run ahead of this clock by at most this much (time zones, skew)
+_UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
-    def want(key: str, types: tuple[type, ...], optional: bool = True) -> Any:
+# the shape of the lists a session holds: key -> accepted types, per list (None stands for JSON null)
+_NUM = (int, float)
+_STR_OR_NONE = (str, type(None))
+_ITEM_SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
+    "probes": {"id": (str,), "title": _STR_OR_NONE, "status": _STR_OR_NONE, "error": _STR_OR_NONE,
+               "summary": _STR_OR_NONE, "duration_s": _NUM + (type(None),), "facts": (dict, type(None)),
+               "evidence": (list, type(None)), "logs": (list, type(None)), "notes": (list, type(None)),
+               "stage": _STR_OR_NONE, "provides": (list, type(None)), "output_tail": _STR_OR_NONE,
+               "signal": _STR_OR_NONE, "returncode": (int, type(None))},
+    "diagnoses": {"id": (str,), "title": _STR_OR_NONE, "severity": _STR_OR_NONE, "confidence": _NUM + (type(None),),
+                  "evidence": (list, type(None)), "fix": _STR_OR_NONE, "cause": _STR_OR_NONE,
+                  "symptoms": _STR_OR_NONE, "basis": _STR_OR_NONE, "benign": (bool, type(None)),
+                  "links": (list, type(None))},
+    "logs": {"name": _STR_OR_NONE, "text": (str,)},
+    "not_ruled_out": {"id": (str,), "title": _STR_OR_NONE, "reason": _STR_OR_NONE, "unknown": (list, type(None))},
+    "redactions": {"placeholder": (str,), "kind": (str,), "where": (list,)},
+}
+_TOP_SCHEMA: dict[str, tuple[type, ...]] = {
+    "session_id": (str,), "created_at": (str,), "host": (str,), "source": (str,), "tool_version": (str,),
+    "kb_version": (str,), "facts": (dict,), "generation": (dict,), "verdict": (str,), "notes": (list,),
+    "python": (str,), "possible": (list,),
+}
+
+
+def _tname(types: tuple[type, ...]) -> str:
+    return "/".join("null" if t is type(None) else {"str": "string", "dict": "object", "list": "list",
+                                                     "int": "integer", "float": "number",
+                                                     "bool": "boolean"}.get(t.__name__, t.__name__) for t in types)
+
+
+def _is(v: Any, types: tuple[type, ...]) -> bool:
+    if isinstance(v, bool) and bool not in types:
+        return False
+    return isinstance(v, types)
+
+
+def check_limits(obj: Any, where: str = "bundle") -> None:
+    """Raise ValueError when *obj* nests too deeply, holds too many values, a NUL character or a non-finite
+    number.  Iterative: depth cannot overflow the stack here."""
+    stack: list[tuple[Any, int, str]] = [(obj, 1, where)]
+    n = 0
+    while stack:
+        o, d, p = stack.pop()
+        n += 1
+        if n > MAX_ITEMS:
+            raise ValueError(f"more than {MAX_ITEMS:,} values")
+        if isinstance(o, str):
+            if "\x00" in o:
+                raise ValueError(f"{p} holds a NUL character")
+        elif isinstance(o, float):
+            if o != o or o in (float("inf"), float("-inf")):
+                raise ValueError(f"{p} is not a finite number")
+        elif isinstance(o, (dict, list)):
+            if d > MAX_DEPTH:
+                raise ValueError(f"{p} nests more than {MAX_DEPTH} levels deep")
+            if isinstance(o, dict):
+                for k, v in o.items():
+                    if "\x00" in k:
+                        raise ValueError(f"{p} has a key holding a NUL character")
+                    stack.append((v, d + 1, f"{p}.{k[:40]}"))
+            else:
+                stack.extend((v, d + 1, f"{p}[{i}]") for i, v in enumerate(o))
+
+
+def _validate_basic(report: dict[str, Any], where: str) -> None:
+    """The checks every saved report passes: top-level types and the required key of each list item."""
+    for key, types in _TOP_SCHEMA.items():
+        if key in ("notes", "verdict", "python", "possible"):
+            continue
         v = report.get(key)
-        if v is None and optional:
-            return None
-        if not isinstance(v, types) or isinstance(v, bool) and bool not in types:
-            names = "/".join(t.__name__ for t in types)
-            raise ValueError(f"{where}.{key} must be {names}, got {type(v).__name__}")
-        return v
-
-    want("session_id", (str,))
-    want("created_at", (str,))
-    want("host", (str,))
-    want("source", (str,))
-    want("tool_version", (str,))
-    want("kb_version", (str,))
-    facts = want("facts", (dict,))
-    for k in facts or {}:
+        if v is not None and not _is(v, types):
+            raise ValueError(f"{where}.{key} must be {_tname(types)}, got {type(v).__name__}")
+    for k in report.get("facts") or {}:
         if not isinstance(k, str) or len(k) > 255:
             raise ValueError(f"{where}.facts has a bad fact name {str(k)[:60]!r}")
     for key, required in (("probes", ("id",)), ("diagnoses", ("id",)), ("logs", ("text",)),
                           ("not_ruled_out", ("id",))):
-        items = want(key, (list,))
-        for i, item in enumerate(items or []):
+        items = report.get(key)
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            raise ValueError(f"{where}.{key} must be list, got {type(items).__name__}")
+        for i, item in enumerate(items):
             if not isinstance(item, dict):
                 raise ValueError(f"{where}.{key}[{i}] must be an object")
             for r in required:
@@ -67,10 +130,74 @@ def validate_report(report: Any, *, where: str = "session") -> None:
                     raise ValueError(f"{where}.{key}[{i}].{r} must be a string")
             if key == "probes" and item.get("facts") is not None and not isinstance(item.get("facts"), dict):
                 raise ValueError(f"{where}.probes[{i}].facts must be an object")
+            if item.get("evidence") is not None and not isinstance(item.get("evidence"), list):
+                raise ValueError(f"{where}.{key}[{i}].evidence must be a list")
+
+
+def validate_report(report: Any, *, where: str = "session", strict: bool = False) -> None:
+    """Raise ValueError when *report* does not have the shape of a session report.
+
+    ``strict`` (import): also the limits (depth, NUL, non-finite numbers), a canonical lower-case UUID as id,
+    ``created_at`` not in the future, and the type of every field of every list item the pages read.  A
+    report being saved is not held to these (save gives a non-UUID id a new one; NULs are the store's to
+    strip)."""
+    if not isinstance(report, dict):
+        raise ValueError(f"{where} must be a JSON object, got {type(report).__name__}")
+    if not strict:
+        _validate_basic(report, where)
+        return
+    check_limits(report, where)
+    for key, types in _TOP_SCHEMA.items():
+        v = report.get(key)
+        if v is not None and not _is(v, types):
+            raise ValueError(f"{where}.{key} must be {_tname(types)}, got {type(v).__name__}")
+    sid = report.get("session_id")
+    if isinstance(sid, str) and sid and _UUID_RE.fullmatch(sid) is None:
+        if _UUID_RE.fullmatch(sid.lower()):
+            raise ValueError(f"{where}.session_id {sid[:40]!r} is not in canonical (lower-case) form")
+        raise ValueError(f"{where}.session_id {sid[:40]!r} is not a UUID")
+    created = report.get("created_at")
+    if isinstance(created, str) and created:
+        try:
+            when = datetime.fromisoformat(created.replace("Z", "+00:00")[:40])
+        except ValueError:
+            raise ValueError(f"{where}.created_at {created[:40]!r} is not an ISO 8601 time") from None
+        if when.tzinfo is not None:
+            when = when.astimezone(timezone.utc).replace(tzinfo=None)
+        if when > utcnow() + MAX_FUTURE:
+            raise ValueError(f"{where}.created_at {created[:40]!r} lies in the future")
+        if when.year < 2000:
+            raise ValueError(f"{where}.created_at {created[:40]!r} is before the year 2000")
+    for k, v in (report.get("facts") or {}).items():
+        if len(k) > 255:
+            raise ValueError(f"{where}.facts has a bad fact name {str(k)[:60]!r}")
+    for key, schema in _ITEM_SCHEMA.items():
+        items = report.get(key)
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            raise ValueError(f"{where}.{key} must be list, got {type(items).__name__}")
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise ValueError(f"{where}.{key}[{i}] must be an object")
+            for f, types in schema.items():
+                if f in item or types[-1] is not type(None):
+                    v = item.get(f)
+                    if not _is(v, types):
+                        raise ValueError(f"{where}.{key}[{i}].{f} must be {_tname(types)}, got {type(v).__name__}")
             for lk in ("evidence",):
-                if item.get(lk) is not None and not isinstance(item.get(lk), list):
-                    raise ValueError(f"{where}.{key}[{i}].{lk} must be a list")
-    want("generation", (dict,))
+                for j, ev in enumerate(item.get(lk) or []):
+                    if not isinstance(ev, dict) or not _is(ev.get("excerpt", ""), (str,)) \
+                            or not _is(ev.get("source", ""), (str,)):
+                        raise ValueError(f"{where}.{key}[{i}].{lk}[{j}] must be an object of strings")
+            for lk in ("logs",):
+                if key == "probes":
+                    for j, lg in enumerate(item.get(lk) or []):
+                        if not isinstance(lg, dict) or not _is(lg.get("text", ""), (str,)):
+                            raise ValueError(f"{where}.{key}[{i}].{lk}[{j}] must be an object with a text")
+    for i, note in enumerate(report.get("notes") or []):
+        if not isinstance(note, str):
+            raise ValueError(f"{where}.notes[{i}] must be a string")
 
 
 # ----------------------------------------------------------------------------------------------- neutralise
@@ -136,6 +263,15 @@ def _fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
+_ENTITY = re.compile(r"&(?=#[0-9]{1,8};?|#[xX][0-9a-fA-F]{1,8};?|[A-Za-z][A-Za-z0-9]{1,31};)")
+
+
+def _safe_markdown(text: str) -> str:
+    """Markdown prose (a fix) written as Markdown, but inert: no character reference can spell a scheme
+    (``&#106;avascript:`` -> ``&amp;#106;avascript:``), and active HTML and script schemes are neutralised."""
+    return neutralise_text(_ENTITY.sub("&amp;", text))[0]
+
+
 def _inline(v: Any) -> str:
     return _cell(v)
 
@@ -167,7 +303,7 @@ def render_markdown(report: dict[str, Any]) -> str:
                 out += [f"Evidence from {_inline(ev.get('source', ''))}:", "", f + "text", ex, f, ""]
         fix = d.get("fix")
         if isinstance(fix, str) and fix.strip():
-            out += ["**Fix**", "", fix.strip(), ""]
+            out += ["**Fix**", "", _safe_markdown(fix.strip()), ""]
     nro = [n for n in report.get("not_ruled_out") or [] if isinstance(n, dict)]
     if nro:
         out += ["## Not ruled out", ""]
@@ -245,6 +381,31 @@ def build_bundle(session: dict[str, Any]) -> bytes:
     return (json.dumps(bundle, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
 
 
+def _streamed_sha256(obj: Any) -> str:
+    """summary.sha256_of(obj), without building the whole canonical JSON text and its bytes at once."""
+    import hashlib
+
+    h = hashlib.sha256()
+    enc = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False)
+    for chunk in enc.iterencode(obj):
+        h.update(chunk.encode("utf-8"))
+    return h.hexdigest()
+
+
+class _Refused(ValueError):
+    pass
+
+
+def _parse_int(s: str) -> int:
+    if len(s.lstrip("-")) > MAX_INT_DIGITS:
+        raise _Refused(f"the bundle holds an integer of {len(s.lstrip('-')):,} digits (at most {MAX_INT_DIGITS})")
+    return int(s)
+
+
+def _no_constant(s: str) -> Any:
+    raise _Refused(f"the bundle holds {s}, which is not a JSON number")
+
+
 def parse_bundle(data: bytes) -> tuple[dict[str, Any], list[str]]:
     """Check a bundle and return (session, warnings). Raise BundleError with a clear reason when refused."""
     if isinstance(data, str):
@@ -262,7 +423,10 @@ def parse_bundle(data: bytes) -> tuple[dict[str, Any], list[str]]:
         raise BundleError(f"refused: the file is not UTF-8 text (byte {e.start}); it is damaged or not a "
                           "gpu-doctor bundle") from None
     try:
-        bundle = json.loads(text)
+        bundle = json.loads(text, parse_int=_parse_int, parse_constant=_no_constant)
+        del text  # the parsed bundle holds it all; keep one copy, not two
+    except _Refused as e:
+        raise BundleError(f"refused: {e}") from None
     except json.JSONDecodeError as e:
         ends_early = e.msg.startswith("Unterminated") or e.pos >= len(text.rstrip()) - 1
         hint = "it ends too early: truncated, e.g. by an interrupted download" if ends_early else \
@@ -270,7 +434,13 @@ def parse_bundle(data: bytes) -> tuple[dict[str, Any], list[str]]:
         raise BundleError(f"refused: the bundle is not valid JSON ({hint}): {e.msg} at line {e.lineno} "
                           f"column {e.colno}") from None
     except RecursionError:
-        raise BundleError("refused: the bundle nests too deeply") from None
+        raise BundleError(f"refused: the bundle nests more than {MAX_DEPTH} levels deep") from None
+    except ValueError as e:  # what the json module itself refuses beyond the above
+        raise BundleError(f"refused: the bundle is not valid JSON: {str(e).splitlines()[0][:200]}") from None
+    try:
+        check_limits(bundle)
+    except ValueError as e:
+        raise BundleError(f"refused: {e}") from None
     if not isinstance(bundle, dict) or bundle.get("format") != FORMAT:
         raise BundleError(f"refused: not a gpu-doctor session bundle (\"format\" must be \"{FORMAT}\")")
     version = bundle.get("version")
@@ -284,7 +454,7 @@ def parse_bundle(data: bytes) -> tuple[dict[str, Any], list[str]]:
         raise BundleError("refused: the bundle has no sha256 checksum")
     rest = {k: v for k, v in bundle.items() if k != "sha256"}
     try:
-        actual = sha256_of(rest)
+        actual = _streamed_sha256(rest)
     except ValueError as e:
         raise BundleError(f"refused: the bundle holds values JSON cannot carry ({e})") from None
     if actual != claimed.lower():
@@ -292,11 +462,17 @@ def parse_bundle(data: bytes) -> tuple[dict[str, Any], list[str]]:
                           f"(expected {claimed[:12]}..., got {actual[:12]}...)")
     session = bundle.get("session")
     try:
-        validate_report(session)
+        validate_report(session, strict=True)
     except ValueError as e:
         raise BundleError(f"refused: the session in the bundle is malformed: {e}") from None
     session, changed = neutralise(session)
     warnings: list[str] = []
+    # a verdict in the file is never trusted: it is recomputed from the findings (diagnostics.verdicts)
+    stored = session.get("verdict")
+    if stored is not None and stored != compute_verdict(session):
+        session["verdict"] = compute_verdict(session)
+        warnings.append(f"the bundle said the verdict was {str(stored)[:16]!r}; its findings say "
+                        f"{session['verdict']!r}, which is kept")
     if changed:
         shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
         warnings.append(f"neutralised HTML/script markup in {len(changed)} field(s): {shown}")

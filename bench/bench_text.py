@@ -1,0 +1,154 @@
+"""Every text path on hostile and ordinary text: time and peak memory as the input grows (issue 16).
+
+Each (path, input kind, size) runs in a fresh child process: the input is built, Linux's peak-RSS mark is reset
+(``/proc/self/clear_refs``), the path runs once, and the child reports wall time and the growth of its peak RSS
+over what it held before (the input itself included in the base).  The acceptance bar of issue 16: time linear
+in the size (seconds per MB flat as the size grows) and peak growth <= 3x the input + a fixed base.
+
+Paths:  redact (the one redaction engine: every save, import, export and share preview runs it),
+        fold (symptoms.normalize: NFKC + casefold of pasted prose), match (service.diagnose_text: the whole
+        `match --log` / UI paste path: dump detection, the KB matcher, the symptom lexicon), terminal (the
+        CLI's output sanitiser), import (parse_bundle of a bundle holding the text; bundles stop at 20 MB).
+Inputs: log (ordinary log lines), digits (lines of digits), cjk (pasted Chinese prose with full-width letters),
+        hostile (`Authorization:` + spaces, unclosed quoted secrets, token-shaped runs, escape sequences).
+
+    python bench/bench_text.py                          # 1, 4, 16, 64 MB; prints a table
+    python bench/bench_text.py --sizes 1 4 --write docs/BENCHMARKS.md
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PATHS = ("redact", "fold", "match", "terminal", "import")
+KINDS = ("log", "digits", "cjk", "hostile")
+
+LINES = {
+    "log": "2024-05-01 12:00:00 INFO step 1234 loss 0.123 lr 1e-4 tokens/s 5321.2 some filler text here ok\n",
+    "digits": "1234567890" * 8 + "\n",
+    "cjk": "显卡 报错 了，怎么 办？ ｈｉｐ ＥＲＲＯＲ：ｍｅｍｏｒｙ 一 二 三 四 五\n",
+    "hostile": ("Authorization:" + " " * 200 + "\nPASSWORD=\"x PASSWORD=\"y " + "hf_" + "a" * 40
+                + " \x1b]52;c;AAAA\x07 &#106;avascript: 0x" + "f" * 60 + "\n"),
+}
+
+
+def child(path: str, kind: str, mb: int) -> dict:
+    import gc
+    import time
+
+    sys.path.insert(0, str(ROOT))
+    from diagnostics import service
+    from diagnostics.redact import redact_text
+    from diagnostics.store.bundle import MAX_BUNDLE_BYTES, build_bundle, parse_bundle
+    from diagnostics.symptoms import load_lexicon, normalize
+    from diagnostics.termsafe import clean
+
+    service.get_kb()
+    load_lexicon()
+    line = LINES[kind]
+    size = mb * 1024 * 1024
+    text = line * max(1, size // len(line.encode()))
+    arg: object = text
+    if path == "import":
+        if size > MAX_BUNDLE_BYTES // 3:  # the bundle holds the text about three times (session, Markdown, HTML)
+            return {"skipped": f"bundles stop at {MAX_BUNDLE_BYTES // 2**20} MB"}
+        arg = build_bundle({"session_id": "", "logs": [{"name": "x", "text": text}]})
+        if len(arg) > MAX_BUNDLE_BYTES:  # type: ignore[arg-type]
+            return {"skipped": f"bundles stop at {MAX_BUNDLE_BYTES // 2**20} MB"}
+    fn = {"redact": redact_text, "fold": normalize, "terminal": clean, "import": parse_bundle,
+          "match": lambda t: service.diagnose_text(logs=[("pasted", t)])}[path]
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # reset the peak-RSS mark to the current RSS
+
+    def rss(field: str) -> int:
+        with open("/proc/self/status") as f:
+            for ln in f:
+                if ln.startswith(field):
+                    return int(ln.split()[1]) * 1024
+        return 0
+
+    base = rss("VmRSS:")
+    t0 = time.perf_counter()
+    out = fn(arg)
+    dt = time.perf_counter() - t0
+    peak = rss("VmHWM:")
+    del out
+    n = len(arg) if isinstance(arg, bytes) else len(text.encode())  # the input of import is the bundle file
+    return {"bytes": n, "seconds": dt, "peak_growth": max(0, peak - base)}
+
+
+def run_one(path: str, kind: str, mb: int, timeout: float) -> dict:
+    try:
+        p = subprocess.run([sys.executable, __file__, "--child", path, kind, str(mb)], capture_output=True,
+                           text=True, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return {"error": f"over {timeout:.0f} s"}
+    if p.returncode != 0:
+        return {"error": (p.stderr.strip().splitlines() or ["?"])[-1][:120]}
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--sizes", nargs="+", type=int, default=[1, 4, 16, 64], help="input sizes in MB")
+    ap.add_argument("--paths", nargs="+", default=list(PATHS), choices=PATHS)
+    ap.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
+    ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--write", metavar="MD", help="replace the '## Text paths' section of this file")
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child[0], args.child[1], int(args.child[2]))))
+        return 0
+    rows = []
+    for path in args.paths:
+        for kind in args.kinds:
+            res = {mb: run_one(path, kind, mb, args.timeout) for mb in args.sizes}
+            cells = []
+            worst_mem = 0.0
+            per_mb = []
+            for mb in args.sizes:
+                r = res[mb]
+                if "seconds" in r:
+                    mbs = r["bytes"] / 2**20
+                    per_mb.append(r["seconds"] / mbs)
+                    growth = r["peak_growth"] / r["bytes"]
+                    if mb == max(m for m in args.sizes if "seconds" in res[m]):
+                        worst_mem = growth
+                    cells.append(f"{r['seconds']:.2f} s / {r['peak_growth'] / 2**20:.0f} MB")
+                else:
+                    cells.append(r.get("skipped") or r.get("error", "?"))
+            lin = f"{per_mb[-1] / per_mb[0]:.2f}" if len(per_mb) > 1 and per_mb[0] > 0 else "-"
+            rows.append((path, kind, cells, lin, worst_mem))
+            print(f"{path:9} {kind:8} " + " | ".join(cells) + f" | s/MB last/first {lin} | peak {worst_mem:.2f}x",
+                  flush=True)
+    if args.write:
+        head = "| path | input | " + " | ".join(f"{mb} MB: time / peak growth" for mb in args.sizes) + \
+               " | s/MB largest ÷ smallest | peak growth ÷ input (largest) |"
+        sep = "|" + "---|" * (4 + len(args.sizes))
+        body = "\n".join(f"| {p} | {k} | " + " | ".join(c) + f" | {lin} | {m:.2f}x |" for p, k, c, lin, m in rows)
+        cpu = platform.processor() or platform.machine()
+        section = (
+            "## Text paths\n\n"
+            "`python bench/bench_text.py --write docs/BENCHMARKS.md` (issue 16): every path that takes user text, on "
+            "ordinary and hostile input, each run in a fresh child process; *peak growth* is how far the peak RSS "
+            "rose above what the process held with the input already built. Bar: time linear (the s/MB ratio near "
+            "1 or below) and peak growth <= 3x the input plus a fixed base (the base shows at 1 MB). "
+            f"Measured on {os.cpu_count()} CPU(s) ({cpu}), shared with other work, so single figures are noisy.\n\n"
+            + head + "\n" + sep + "\n" + body + "\n")
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from doc import replace_section
+
+        replace_section(args.write, "## Text paths", section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
