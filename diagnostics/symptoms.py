@@ -76,8 +76,6 @@ _ANY_CJK = re.compile(rf"[{_CJK}]")
 # a space with a CJK character on either side; starts with a literal space so the scan skips to spaces fast
 _SPACE_NEAR_CJK = re.compile(rf" (?:(?=[{_CJK}])|(?<=[{_CJK}] ))")
 
-
-_WS = re.compile(r"\s+")
 _FOLD_CHUNK = 1 << 16
 
 
@@ -96,7 +94,7 @@ def _cut(text: str, start: int) -> int:
     return want
 
 
-def _fold(text: str) -> str:
+def _fold_chunks(text: str) -> str:
     """NFKC + casefold + whitespace runs -> one space, no space next to CJK, stripped; in chunks of about a MiB, so that the
     temporary arrays of NFKC and the folded copies stay bounded (the whole text at once took ~135x its size
     through str.split()'s list of words)."""
@@ -129,7 +127,7 @@ def normalize(text: str) -> str:
     carries a traditional spelling of each phrase.)
 
     Every step is a single linear pass; the CJK step only runs when CJK characters occur."""
-    return _fold(text)
+    return _fold_chunks(text)
 
 
 @dataclass(frozen=True)
