@@ -400,3 +400,19 @@ def test_pasted_oom_facts_reach_the_report():
     assert res["facts"]["oom.requested_bytes"] == 572 << 20 and res["facts"]["oom.fits_without_others"] is True
     assert "facts_from_logs" not in res
     assert [d["id"] for d in res["diagnoses"]][:2] == ["gpu-shared-with-other-process", "hip-out-of-memory"]
+
+
+def test_mask_entry_speaks_the_vendor_in_use():
+    """A CUDA mask naming a GPU that does not exist (seen on the H200, docs/GPU_RUN.md) is told in CUDA's words;
+    a ROCm machine keeps the ROCm text."""
+    from diagnostics import service
+
+    nv = service.diagnose_text(facts={"torch.build": "cuda", "torch.device_count": 0, "gpu.count": 1,
+                                      "env.CUDA_VISIBLE_DEVICES": "7", "pci.nvidia_gpu_count": 1})
+    d = nv["diagnoses"][0]
+    assert d["id"] == "visible-devices-env-masking" and d["variant"] == "nvidia"
+    assert d["title"].startswith("CUDA_VISIBLE_DEVICES") and "nvidia-smi -L" in d["fix"] and "rocminfo" not in d["fix"]
+    amd = service.diagnose_text(facts={"torch.build": "rocm", "torch.device_count": 0, "gpu.count": 1,
+                                       "env.HIP_VISIBLE_DEVICES": "3", "pci.amd_gpu_count": 1})
+    d = amd["diagnoses"][0]
+    assert d["id"] == "visible-devices-env-masking" and d.get("variant") is None and "ROCR_VISIBLE_DEVICES" in d["fix"]
