@@ -32,10 +32,46 @@ def _problems(diagnoses: list[dict[str, Any]]) -> bool:
     return any(counts(d) for d in diagnoses)
 
 
+HELP_LANG = "en"  # the language of --help and argparse's own messages, chosen in main() before parsing
+
+
+def _h(key: str) -> str:
+    """A help text of the command line in :data:`HELP_LANG` (catalogue key ``help.<key>``)."""
+    from .i18n import t
+
+    return t("help." + key, HELP_LANG)
+
+
+def _argv_language(argv: list[str]) -> str:
+    """The language for --help and errors: ``--lang X`` anywhere on the command line, else the environment."""
+    from .i18n import pick_language
+
+    setting = None
+    for i, a in enumerate(argv):
+        if a == "--lang" and i + 1 < len(argv):
+            setting = argv[i + 1]
+        elif a.startswith("--lang="):
+            setting = a.split("=", 1)[1]
+    return pick_language(setting=setting)
+
+
+def _argparse_gettext(lang: str):
+    """argparse's own words ("usage:", "options", "show this help message and exit") from the catalogue."""
+    from .i18n import catalogue
+
+    en = catalogue("en")
+    table = {en[k]: k for k in en if k.startswith("argparse.")}
+
+    def gettext(msg: str) -> str:
+        key = table.get(msg)
+        return catalogue(lang).get(key, msg) if key else msg
+    return gettext
+
+
 def _lang(args: argparse.Namespace) -> str:
     from .i18n import pick_language
 
-    return pick_language(setting=getattr(args, "lang", None))
+    return pick_language(setting=getattr(args, "lang", None) or getattr(args, "top_lang", None))
 
 
 def _read_inputs(paths: list[str] | None) -> tuple[list[tuple[str, str]], list[str]]:
@@ -304,58 +340,59 @@ def cmd_match(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m diagnostics",
-                                description="Diagnose broken ROCm / CUDA + PyTorch setups.")
+                                description=_h("cli.diagnose_broken_rocm_cuda_pytorch_setups"))
+    p.add_argument("--lang", dest="top_lang", choices=["en", "zh"], help=_h("cli.language_of_the_report_default_from_the"))
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
     _register_optional(sub, "diagnostics.run_cli", "run")
 
-    sp = sub.add_parser("parse", help="extract facts from a pasted dump")
+    sp = sub.add_parser("parse", help=_h("cli.extract_facts_from_a_pasted_dump"))
     sp.add_argument("file")
     sp.add_argument("--kind", default="auto",
                     choices=["auto", *parsers_kinds()])
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_parse)
 
-    sp = sub.add_parser("match", help="diagnose from logs, dumps and/or facts")
-    sp.add_argument("--log", action="append", metavar="FILE")
-    sp.add_argument("--dump", action="append", metavar="FILE")
-    sp.add_argument("--facts", metavar="FILE")
-    sp.add_argument("--describe", metavar="TEXT", help="the symptom in your own words (English or Chinese)")
-    sp.add_argument("--lang", choices=["en", "zh"], help="language of the report (default: from the locale)")
-    sp.add_argument("--json", action="store_true")
+    sp = sub.add_parser("match", help=_h("cli.diagnose_from_logs_dumps_and_or_facts"))
+    sp.add_argument("--log", action="append", metavar="FILE", help=_h("cli.match_log"))
+    sp.add_argument("--dump", action="append", metavar="FILE", help=_h("cli.match_dump"))
+    sp.add_argument("--facts", metavar="FILE", help=_h("cli.match_facts"))
+    sp.add_argument("--describe", metavar="TEXT", help=_h("cli.the_symptom_in_your_own_words_english_or"))
+    sp.add_argument("--lang", choices=["en", "zh"], help=_h("cli.language_of_the_report_default_from_the"))
+    sp.add_argument("--json", action="store_true", help=_h("run_cli.print_the_report_as_json"))
     sp.set_defaults(func=cmd_match)
 
     _register_optional(sub, "diagnostics.generation", "generate")
     _register_optional(sub, "diagnostics.cli_sessions", "sessions")
 
-    kbp = sub.add_parser("kb", help="knowledge-base tools for contributors")
-    kbp.add_argument("--kb", default=None, help="knowledge-base directory (default: the bundled kb/)")
+    kbp = sub.add_parser("kb", help=_h("cli.knowledge_base_tools_for_contributors"))
+    kbp.add_argument("--kb", default=None, help=_h("cli.knowledge_base_directory_default_the_bun"))
     ksub = kbp.add_subparsers(dest="kb_command", metavar="KB_COMMAND")
     ksub.required = True
-    sp = ksub.add_parser("lint", help="check every entry against the schema")
+    sp = ksub.add_parser("lint", help=_h("cli.check_every_entry_against_the_schema"))
     sp.set_defaults(func=cmd_kb_lint)
-    sp = ksub.add_parser("test", help="run every entry's own test cases")
-    sp.add_argument("--run", metavar="REGEX", help="only entries whose id matches")
+    sp = ksub.add_parser("test", help=_h("cli.run_every_entry_s_own_test_cases"))
+    sp.add_argument("--run", metavar="REGEX", help=_h("cli.only_entries_whose_id_matches"))
     sp.add_argument("-v", "--verbose", action="store_true")
     sp.set_defaults(func=cmd_kb_test)
-    sp = ksub.add_parser("list", help="list the entries")
+    sp = ksub.add_parser("list", help=_h("cli.list_the_entries"))
     sp.add_argument("--json", action="store_true")
     sp.add_argument("--sort", choices=("id", "checked"), default="id",
-                    help="order: by id (default) or by the date the fix was last checked, oldest first")
+                    help=_h("cli.order_by_id_default_or_by_the_date_the_f"))
     sp.add_argument("--oldest", dest="sort", action="store_const", const="checked",
-                    help="same as --sort checked: never-checked entries first, then the oldest date")
+                    help=_h("cli.same_as_sort_checked_never_checked_entri"))
     sp.set_defaults(func=cmd_kb_list)
-    sp = ksub.add_parser("schema", help="print the JSON Schema of an entry")
+    sp = ksub.add_parser("schema", help=_h("cli.print_the_json_schema_of_an_entry"))
     sp.set_defaults(func=cmd_kb_schema)
-    sp = ksub.add_parser("matrix", help="the GPU support matrix for targets (gfx1031, sm_86) or marketing names")
+    sp = ksub.add_parser("matrix", help=_h("cli.the_gpu_support_matrix_for_targets_gfx10"))
     sp.add_argument("targets", nargs="*", metavar="TARGET")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_kb_matrix)
 
-    sp = sub.add_parser("serve", help="start the web UI")
+    sp = sub.add_parser("serve", help=_h("cli.start_the_web_ui"))
     sp.add_argument("--port", type=int, default=8501)
-    sp.add_argument("--address", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    sp.add_argument("--address", default="127.0.0.1", help=_h("cli.address_to_bind_default_127_0_0_1_this_m"))
     sp.set_defaults(func=cmd_serve)
     return p
 
@@ -382,6 +419,12 @@ def _register_optional(sub: Any, module: str, name: str) -> None:
     for action in getattr(sp, "_subparsers", None)._group_actions if getattr(sp, "_subparsers", None) else []:
         for child in getattr(action, "choices", {}).values():
             child.set_defaults(func=unavailable)
+
+
+def _localize_error(msg: str, lang: str) -> str:
+    from .i18n.probe_text import localize_text
+
+    return localize_text(msg, lang)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -413,18 +456,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global HELP_LANG
+    from .i18n import t
     from .termsafe import install
 
     install()  # the one place the CLI's text is written: no escape sequence reaches a terminal
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    HELP_LANG = lang = _argv_language(sys.argv[1:] if argv is None else argv)
+    saved_gettext = argparse._
+    if lang != "en":
+        argparse._ = _argparse_gettext(lang)  # this process is the CLI: argparse's words in the chosen language
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    finally:
+        argparse._ = saved_gettext
     try:
         return int(args.func(args) or 0)
     except ToolError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(t("report.error", lang, message=_localize_error(str(exc), lang)), file=sys.stderr)
         return EXIT_TOOL
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        print(t("report.interrupted", lang), file=sys.stderr)
         return EXIT_TOOL
     except BrokenPipeError:
         return EXIT_OK

@@ -3,7 +3,7 @@
     sessions list [--json] [--db URL] [-q WORDS] [--host H] [--gpu G] [--verdict V] [--status S]
                   [--since DATE] [--until DATE] [--page N] [--page-size N]
     sessions show ID [--json] [--mask-identity]
-    sessions export ID --out FILE [--mask-identity] [--format bundle|md|html]
+    sessions export ID --out FILE [--mask-identity] [--format bundle|md|html|github]
     sessions import FILE [--json]
     sessions rediagnose ID | --all
     sessions status ID new|investigating|resolved
@@ -24,7 +24,36 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .cli import _h
+
 EXIT_OK, EXIT_TOOL = 0, 2
+_LANG = "en"  # the language of this command's messages (--lang, else the locale); set by _guard
+
+
+def _t(key: str, **kw: Any) -> str:
+    from .i18n import t
+
+    return t("sessions_out." + key, _LANG, **kw)
+
+
+def _word(kind: str, value: Any) -> str:
+    """A verdict / review state / probe status in the chosen language (English: the value itself)."""
+    from .i18n import catalogue
+
+    if _LANG == "en" or value is None:
+        return str(value)
+    key = {"verdict": f"verdict.{value}", "review": f"ui.sessions.review_{value}", "status": f"status.{value}"}[kind]
+    return catalogue(_LANG).get(key, str(value))
+
+
+def _title(d: dict[str, Any]) -> str:
+    """The KB title of a diagnosis in the chosen language."""
+    if _LANG != "en" and d.get("id"):
+        from .i18n import localize_diagnoses
+        from .service import get_kb
+
+        return str(localize_diagnoses([d], get_kb()[0], _LANG)[0].get("title") or "")
+    return str(d.get("title") or "")
 
 
 def _store(args: argparse.Namespace) -> Any:
@@ -38,12 +67,19 @@ def _out_json(obj: Any) -> None:
 
 
 def _err(msg: str) -> int:
-    print(f"error: {msg}", file=sys.stderr)
+    from .i18n import t
+    from .i18n.probe_text import localize_text
+
+    print(t("report.error", _LANG, message=localize_text(msg, _LANG)), file=sys.stderr)
     return EXIT_TOOL
 
 
 def _guard(fn: Any) -> Any:
     def run(args: argparse.Namespace) -> int:
+        global _LANG
+        from .i18n import pick_language
+
+        _LANG = pick_language(setting=getattr(args, "lang", None) or getattr(args, "top_lang", None))
         from sqlalchemy.exc import SQLAlchemyError
 
         from .store import BundleError, SessionNotFound, StoreError
@@ -51,7 +87,7 @@ def _guard(fn: Any) -> Any:
         try:
             return int(fn(args) or 0)
         except SessionNotFound as e:
-            return _err(str(e))
+            return _err(_t("no_session", id=e.args[0]) if _LANG != "en" else str(e))
         except (BundleError, StoreError) as e:
             return _err(str(e))
         except SQLAlchemyError as e:
@@ -72,14 +108,21 @@ def cmd_list(args: argparse.Namespace) -> int:
         _out_json({"total": total, "page": args.page, "page_size": args.page_size, "sessions": rows})
         return EXIT_OK
     if not rows:
-        print("No sessions." if total == 0 else f"No sessions on page {args.page} ({total} in all).")
+        print(_t("none") if total == 0 else _t("none_on_page", page=args.page, total=total))
         return EXIT_OK
-    print(f"{'ID':36}  {'CREATED (UTC)':19}  {'HOST':20}  {'STATUS':13}  {'VERDICT':10}  TOP FINDING")
+    def pad(text: str, width: int) -> str:  # CJK characters take two columns in a terminal
+        import unicodedata
+
+        w = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+        return text + " " * max(0, width - w)
+
+    print(f"{'ID':36}  {pad(_t('col_created'), 19)}  {pad(_t('col_host'), 20)}  {pad(_t('col_status'), 13)}  "
+          f"{pad(_t('col_verdict'), 10)}  {_t('col_top')}")
     for r in rows:
-        print(f"{r['id']:36}  {(r['created_at'] or '')[:19]:19}  {r['host'][:20]:20}  {r['status']:13}  "
-              f"{r['verdict']:10}  {r['top_diagnosis_id'] or '-'}")
+        print(f"{r['id']:36}  {(r['created_at'] or '')[:19]:19}  {r['host'][:20]:20}  {pad(_word('review', r['status']), 13)}  "
+              f"{pad(_word('verdict', r['verdict']), 10)}  {r['top_diagnosis_id'] or '-'}")
     last = (total + args.page_size - 1) // args.page_size
-    print(f"page {args.page} of {max(last, 1)}, {total} session(s)")
+    print(_t("page_of", page=args.page, last=max(last, 1), total=total))
     return EXIT_OK
 
 
@@ -95,8 +138,18 @@ def cmd_show(args: argparse.Namespace) -> int:
         _out_json({"session": report, "review": store.info(args.id), "notes": store.notes(args.id)})
         return EXIT_OK
     info = store.info(args.id)
-    print(render_markdown(report))
-    print(f"Status: {info['status']}")
+    if _LANG == "en":
+        print(render_markdown(report))
+    else:  # the plain-text report, every sentence in the chosen language
+        from .i18n import localize_diagnoses
+        from .report import render_report
+        from .service import get_kb
+
+        kb = get_kb()[0]
+        shown = dict(report, diagnoses=localize_diagnoses(report.get("diagnoses") or [], kb, _LANG),
+                     not_ruled_out=localize_diagnoses(report.get("not_ruled_out") or [], kb, _LANG))
+        print(render_report(shown, _LANG))
+    print(_t("status_line", status=_word("review", info["status"])))
     for n in store.notes(args.id):
         print(f"- {n['created_at'][:19]} {n['author']}: {n['text']}")
     return EXIT_OK
@@ -108,7 +161,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if fmt == "auto":
         fmt = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html"}.get(out.suffix.lower(), "bundle")
-    if fmt == "md":
+    if fmt == "github":  # a ready-to-paste GitHub issue body (redacted, under GitHub's 65,536 characters)
+        from .issue_body import render_github_issue
+
+        data = render_github_issue(store.get(args.id), mask_identity=args.mask_identity).encode("utf-8")
+    elif fmt == "md":
         data = store.export_markdown(args.id, mask_identity=args.mask_identity).encode("utf-8")
     elif fmt == "html":
         data = store.export_html(args.id, mask_identity=args.mask_identity).encode("utf-8")
@@ -120,7 +177,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         tmp = out.with_name(out.name + ".part")
         tmp.write_bytes(data)
         tmp.replace(out)
-        print(f"Exported session {args.id} ({fmt}, {len(data):,} bytes) to {out}", file=sys.stderr)
+        print(_t("exported", id=args.id, fmt=fmt, size=f"{len(data):,}", out=out), file=sys.stderr)
     return EXIT_OK
 
 
@@ -142,8 +199,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         _out_json(res)
         return EXIT_OK
     for w in res["warnings"]:
-        print(f"warning: {w}", file=sys.stderr)
-    print(("Already present: session " if res["existing"] else "Imported session ") + res["id"])
+        print(_t("warning", warning=w), file=sys.stderr)
+    print(_t("already_present" if res["existing"] else "imported", id=res["id"]))
     return EXIT_OK
 
 
@@ -154,34 +211,33 @@ def cmd_rediagnose(args: argparse.Namespace) -> int:
         if args.json:
             _out_json(res)
         else:
-            print(f"Re-diagnosed {res['rediagnosed']} session(s); {res['changed']} changed; "
-                  f"{len(res['errors'])} failed")
+            print(_t("rediagnosed", n=res["rediagnosed"], changed=res["changed"], failed=len(res["errors"])))
             for sid, err in res["errors"].items():
                 print(f"  {sid}: {err}", file=sys.stderr)
         return EXIT_TOOL if res["errors"] else EXIT_OK
     if not args.id:
-        return _err("give a session ID or --all")
+        return _err(_t("give_id"))
     res = store.rediagnose(args.id)
     if args.json:
         _out_json(res)
         return EXIT_OK
-    print(f"Session {args.id}: " + ("changed" if res["changed"] else "no change"))
+    print(_t("changed" if res["changed"] else "no_change", id=args.id))
     for d in res["appeared"]:
-        print(f"  + {d['id']}: {d.get('title') or ''}")
+        print(f"  + {d['id']}: {_title(d)}")
     for d in res["disappeared"]:
-        print(f"  - {d['id']}: {d.get('title') or ''}")
+        print(f"  - {d['id']}: {_title(d)}")
     return EXIT_OK
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     _store(args).set_status(args.id, args.state)
-    print(f"Session {args.id}: {args.state}")
+    print(_t("session_state", id=args.id, state=_word("review", args.state)))
     return EXIT_OK
 
 
 def cmd_note(args: argparse.Namespace) -> int:
     nid = _store(args).add_note(args.id, args.author, args.text)
-    print(f"Added note {nid} to session {args.id}")
+    print(_t("note_added", nid=nid, id=args.id))
     return EXIT_OK
 
 
@@ -200,14 +256,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         _out_json(res)
         return EXIT_OK
-    print(f"From {args.id_a} to {args.id_b}: verdict {res['verdict']['before']} -> {res['verdict']['after']}")
-    for label, key in (("appeared", "appeared"), ("disappeared", "disappeared"), ("unchanged", "unchanged")):
+    print(_t("compare_head", a=args.id_a, b=args.id_b, before=_word("verdict", res["verdict"]["before"]),
+             after=_word("verdict", res["verdict"]["after"])))
+    for key in ("appeared", "disappeared", "unchanged"):
         for d in res[key]:
-            print(f"  {label:11} {d['id']}: {d.get('title') or ''}")
+            print(f"  {_t('cmp_' + key)} {d['id']}: {_title(d)}")
     for f in res["changed_facts"]:
-        print(f"  fact {f['change']:7} {f['name']}: {json.dumps(f['before'])} -> {json.dumps(f['after'])}")
+        print("  " + _t("cmp_fact", change=_t("fact_" + str(f["change"])), name=f["name"],
+                        before=json.dumps(f["before"], ensure_ascii=False), after=json.dumps(f["after"], ensure_ascii=False)))
     for p in res["changed_probes"]:
-        print(f"  probe {p['id']}: {p['before']} -> {p['after']}")
+        print("  " + _t("cmp_probe", id=p["id"], before=_word("status", p["before"]), after=_word("status", p["after"])))
     return EXIT_OK
 
 
@@ -216,7 +274,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
     if not _store(args).delete(args.id):
         raise SessionNotFound(args.id)
-    print(f"Deleted session {args.id}")
+    print(_t("deleted", id=args.id))
     return EXIT_OK
 
 
@@ -226,74 +284,75 @@ def register_cli(subparsers: Any) -> argparse.ArgumentParser:
     STATUSES = ("new", "investigating", "resolved")  # diagnostics.store.models.STATUSES
 
     common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--lang", choices=["en", "zh"], help=_h("run_cli.language_of_the_report_default_from_the"))
     common.add_argument("--db", metavar="URL", default=None,
-                        help="database URL or SQLite file (default: DATABASE_URL, else the user data directory)")
-    sp = subparsers.add_parser("sessions", help="stored sessions: list, show, export, import, re-diagnose",
-                               description="Stored diagnosis sessions.")
+                        help=_h("sessions.database_url_or_sqlite_file_default_data"))
+    sp = subparsers.add_parser("sessions", help=_h("sessions.stored_sessions_list_show_export_import"),
+                               description=_h("sessions.stored_diagnosis_sessions"))
     sub = sp.add_subparsers(dest="sessions_command", metavar="SESSIONS_COMMAND")
     sub.required = True
 
-    p = sub.add_parser("list", parents=[common], help="list sessions, newest first")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("-q", "--query", default="", help="words that must all occur (host, GPU, gfx, finding, version)")
-    p.add_argument("--host")
-    p.add_argument("--gpu", help="part of a GPU name")
-    p.add_argument("--verdict", choices=["healthy", "problems", "unexplained", "incomplete"])
-    p.add_argument("--status", choices=STATUSES)
-    p.add_argument("--since", help="ISO date or time (UTC)")
-    p.add_argument("--until", help="ISO date or time (UTC); a date includes that whole day")
-    p.add_argument("--page", type=int, default=1)
-    p.add_argument("--page-size", type=int, default=50)
+    p = sub.add_parser("list", parents=[common], help=_h("sessions.list_sessions_newest_first"))
+    p.add_argument("--json", action="store_true", help=_h("run_cli.print_the_report_as_json"))
+    p.add_argument("-q", "--query", default="", help=_h("sessions.words_that_must_all_occur_host_gpu_gfx_f"))
+    p.add_argument("--host", help=_h("sessions.host"))
+    p.add_argument("--gpu", help=_h("sessions.part_of_a_gpu_name"))
+    p.add_argument("--verdict", choices=["healthy", "problems", "unexplained", "incomplete"], help=_h("sessions.verdict"))
+    p.add_argument("--status", choices=STATUSES, help=_h("sessions.status"))
+    p.add_argument("--since", help=_h("sessions.iso_date_or_time_utc"))
+    p.add_argument("--until", help=_h("sessions.iso_date_or_time_utc_a_date_includes_tha"))
+    p.add_argument("--page", type=int, default=1, help=_h("sessions.page"))
+    p.add_argument("--page-size", type=int, default=50, help=_h("sessions.page_size"))
     p.set_defaults(func=_guard(cmd_list))
 
-    p = sub.add_parser("show", parents=[common], help="show one session")
+    p = sub.add_parser("show", parents=[common], help=_h("sessions.show_one_session"))
     p.add_argument("id")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--mask-identity", action="store_true", help="mask host name, user names and home paths")
+    p.add_argument("--json", action="store_true", help=_h("run_cli.print_the_report_as_json"))
+    p.add_argument("--mask-identity", action="store_true", help=_h("sessions.mask_host_name_user_names_and_home_paths"))
     p.set_defaults(func=_guard(cmd_show))
 
-    p = sub.add_parser("export", parents=[common], help="write a shareable bundle (or a .md/.html report)")
+    p = sub.add_parser("export", parents=[common], help=_h("sessions.write_a_shareable_bundle_or_a_md_html_re"))
     p.add_argument("id")
-    p.add_argument("--out", required=True, help="file to write ('-' for stdout)")
-    p.add_argument("--format", choices=["auto", "bundle", "md", "html"], default="auto",
-                   help="auto: by the file suffix (.md, .html), else the JSON bundle")
-    p.add_argument("--mask-identity", action="store_true", help="mask host name, user names and home paths")
+    p.add_argument("--out", required=True, help=_h("sessions.file_to_write_for_stdout"))
+    p.add_argument("--format", choices=["auto", "bundle", "md", "html", "github"], default="auto",
+                   help=_h("sessions.auto_by_the_file_suffix_md_html_else_the"))
+    p.add_argument("--mask-identity", action="store_true", help=_h("sessions.mask_host_name_user_names_and_home_paths"))
     p.set_defaults(func=_guard(cmd_export))
 
-    p = sub.add_parser("import", parents=[common], help="import a bundle exported by gpu-doctor")
+    p = sub.add_parser("import", parents=[common], help=_h("sessions.import_a_bundle_exported_by_gpu_doctor"))
     p.add_argument("file")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=_h("run_cli.print_the_report_as_json"))
     p.set_defaults(func=_guard(cmd_import))
 
-    p = sub.add_parser("rediagnose", parents=[common], help="diagnose stored sessions again with today's KB")
+    p = sub.add_parser("rediagnose", parents=[common], help=_h("sessions.diagnose_stored_sessions_again_with_toda"))
     p.add_argument("id", nargs="?")
-    p.add_argument("--all", action="store_true", help="every stored session")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--all", action="store_true", help=_h("sessions.every_stored_session"))
+    p.add_argument("--json", action="store_true", help=_h("run_cli.print_the_report_as_json"))
     p.set_defaults(func=_guard(cmd_rediagnose))
 
-    p = sub.add_parser("status", parents=[common], help="set the review status")
+    p = sub.add_parser("status", parents=[common], help=_h("sessions.set_the_review_status"))
     p.add_argument("id")
     p.add_argument("state", choices=STATUSES)
     p.set_defaults(func=_guard(cmd_status))
 
-    p = sub.add_parser("note", parents=[common], help="add a reviewer note")
+    p = sub.add_parser("note", parents=[common], help=_h("sessions.add_a_reviewer_note"))
     p.add_argument("id")
     p.add_argument("text")
     p.add_argument("--author", default="cli")
     p.set_defaults(func=_guard(cmd_note))
 
-    p = sub.add_parser("notes", parents=[common], help="list the notes of a session")
+    p = sub.add_parser("notes", parents=[common], help=_h("sessions.list_the_notes_of_a_session"))
     p.add_argument("id")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=_h("run_cli.print_the_report_as_json"))
     p.set_defaults(func=_guard(cmd_notes))
 
-    p = sub.add_parser("compare", parents=[common], help="what changed between two sessions")
+    p = sub.add_parser("compare", parents=[common], help=_h("sessions.what_changed_between_two_sessions"))
     p.add_argument("id_a")
     p.add_argument("id_b")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=_h("run_cli.print_the_report_as_json"))
     p.set_defaults(func=_guard(cmd_compare))
 
-    p = sub.add_parser("delete", parents=[common], help="delete a session")
+    p = sub.add_parser("delete", parents=[common], help=_h("sessions.delete_a_session"))
     p.add_argument("id")
     p.set_defaults(func=_guard(cmd_delete))
     return sp

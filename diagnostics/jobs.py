@@ -62,3 +62,72 @@ class Job:
             if p["duration_s"] is None:
                 p["elapsed"] = now - p["started"]
         return state
+
+
+# ---------------------------------------------------------------------------------------------- weighted progress
+# Typical seconds of each step on a working machine (the torch import is the floor of a run, the test generation
+# its longest part).  Only the proportions matter: a step that takes longer holds its share until it ends.
+EXPECTED_S = {"devices": 0.5, "system": 1.5, "gpus": 0.5, "rocm": 3.0, "env": 0.3, "hip": 1.5, "nvidia": 1.0,
+              "torch": 8.0, "generation": 25.0}
+# how far into the test generation each of the child's own stages is (generation/child.py's progress records)
+GENERATION_STAGES = (("starting the generation child", 0.02), ("importing torch", 0.05), ("resolving model", 0.12),
+                     ("building built-in model", 0.14), ("loading tokenizer", 0.18), ("loading", 0.22),
+                     ("warming up", 0.35), ("generating", 0.40), ("comparing with the CPU", 0.85))
+GEN_TOKENS_SHARE = 0.40  # "generating (n tokens)": 0.40 + 0.40 * n / max_new_tokens
+
+
+def plan(generate: bool = True) -> list[tuple[str, str, float]]:
+    """Every step a local run will take, known before it starts: (id, English title, expected seconds)."""
+    from .probes import PROBES
+
+    steps = [(p.id, p.title, EXPECTED_S.get(p.id, min(p.timeout, 5.0))) for p in PROBES]
+    if generate:
+        steps.append(("generation", "Test generation", EXPECTED_S["generation"]))
+    return steps
+
+
+def generation_fraction(stage: str, max_new_tokens: int = 32) -> float:
+    """How far the test generation is, from the last stage it reported ("generating (12 tokens)" -> 0.55)."""
+    import re
+
+    stage = str(stage or "")
+    best = 0.0
+    for prefix, frac in GENERATION_STAGES:
+        if stage.startswith(prefix):
+            best = frac
+    m = re.match(r"generating \((\d+) tokens\)", stage)
+    if m:
+        best = 0.40 + GEN_TOKENS_SHARE * min(1.0, int(m.group(1)) / max(1, max_new_tokens))
+    return best
+
+
+def weighted_fraction(state: dict[str, dict[str, Any]], steps: list[tuple[str, str, float]],
+                      max_new_tokens: int = 32) -> float:
+    """The share of the expected work done: finished steps count whole, a running probe by its elapsed time
+    (never past 90% of its share), the generation by its own stages."""
+    total = sum(w for _, _, w in steps) or 1.0
+    done = 0.0
+    for sid, _, w in steps:
+        p = state.get(sid)
+        if p is None:
+            continue
+        if p["status"] != "running":
+            done += w
+        elif sid == "generation":
+            done += w * generation_fraction(p.get("stage", ""), max_new_tokens)
+        else:
+            done += w * min(0.9, float(p.get("elapsed") or 0.0) / max(w, 0.1))
+    return min(1.0, done / total)
+
+
+class Progress:
+    """Monotone progress of one job: the fraction never goes back, whatever the estimates do."""
+
+    def __init__(self, steps: list[tuple[str, str, float]], max_new_tokens: int = 32):
+        self.steps = steps
+        self.max_new_tokens = max_new_tokens
+        self.best = 0.0
+
+    def update(self, state: dict[str, dict[str, Any]], done: bool = False) -> float:
+        self.best = 1.0 if done else max(self.best, min(0.99, weighted_fraction(state, self.steps, self.max_new_tokens)))
+        return self.best

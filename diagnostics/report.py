@@ -5,6 +5,7 @@ import textwrap
 from typing import Any
 
 from .i18n import t
+from .i18n.probe_text import localize_report
 
 GLYPHS = {"ok": "[✓]", "warn": "[!]", "fail": "[✗]", "timeout": "[⏱]", "crashed": "[☠]", "skipped": "[-]"}
 SEV_GLYPH = {"critical": "✗✗", "error": "✗", "warning": "!", "info": "i"}
@@ -129,6 +130,7 @@ def render_unexplained(report: dict[str, Any], lang: str = "en") -> str:
 
 
 def render_match(res: dict[str, Any], lang: str = "en") -> str:
+    res = localize_report(res, lang)  # probe-authored English sentences, at render time (stored text stays English)
     out = []
     for p in res.get("parsed", []):
         out.append(t("report.parsed", lang, name=p["name"], kind=p["kind"], count=len(p["facts"])))
@@ -147,8 +149,11 @@ def render_match(res: dict[str, Any], lang: str = "en") -> str:
 
 
 def render_report(report: dict[str, Any], lang: str = "en") -> str:
-    out = [t("report.title", lang, created_at=report.get("created_at", ""), session_id=report.get("session_id", "")), "",
-           render_verdict(report, lang), ""]
+    report = localize_report(report, lang)
+    out = [t("report.title", lang, created_at=report.get("created_at", ""), session_id=report.get("session_id", "")), ""]
+    if report.get("stopped"):
+        out += [t("report.stopped", lang), ""]
+    out += [render_verdict(report, lang), ""]
     out.append(t("report.checks", lang))
     for p in report.get("probes", []):
         g = GLYPHS.get(p.get("status"), "[?]")
@@ -169,7 +174,7 @@ def render_report(report: dict[str, Any], lang: str = "en") -> str:
                          error=gen.get("error", "")))
         mon = gen.get("monitor") or {}
         if mon.get("summary"):
-            out.append(f"GPU while generating: {mon['summary']}")
+            out.append(t("report.gpu_while_generating", lang, summary=mon["summary"]))
     out.append("")
     out.append(t("report.diagnosis", lang))
     out.append(render_diagnoses(report.get("diagnoses", []), report.get("not_ruled_out"), lang))

@@ -6,21 +6,27 @@ import os
 import sys
 from typing import Any
 
-from .cli import EXIT_TOOL, ToolError, _print_json, _read_inputs
+from .cli import EXIT_TOOL, ToolError, _h, _print_json, _read_inputs
 
 CONTRACT_KEYS = ("session_id", "created_at", "facts", "probes", "diagnoses", "generation")
 
 
-def _progress_printer(enabled: bool):
+def _progress_printer(enabled: bool, lang: str = "en"):
+    from .i18n import t
+    from .i18n.probe_text import localize_text, probe_title
+
     def on_event(ev: dict[str, Any]) -> None:
         if not enabled:
             return
+        title = probe_title({"id": ev["probe"], "title": ev.get("title") or ev["probe"]}, lang)
         if ev["event"] == "start":
-            print(f"  … {ev.get('title') or ev['probe']}", file=sys.stderr, flush=True)
+            print(f"  … {title}", file=sys.stderr, flush=True)
         elif ev["event"] == "stage":
-            print(f"    {ev['probe']}: {ev['stage']}", file=sys.stderr, flush=True)
+            print(f"    {title}: {localize_text(ev['stage'], lang)}", file=sys.stderr, flush=True)
         elif ev["event"] == "end":
-            print(f"  {ev['status']:>7}  {ev['probe']} ({ev.get('duration_s', 0):.1f}s)", file=sys.stderr, flush=True)
+            status = t(f"status.{ev['status']}", lang) if lang != "en" else f"{ev['status']:>7}"
+            print("  " + t("report.progress_end", lang, status=status, title=title if lang != "en" else ev["probe"],
+                           seconds=f"{ev.get('duration_s', 0):.1f}"), file=sys.stderr, flush=True)
     return on_event
 
 
@@ -56,10 +62,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     _stop_on_signals()
     if args.python and not (os.path.isfile(args.python) and os.access(args.python, os.X_OK)):
         raise ToolError(f"--python {args.python}: not an executable file")
+    from .cli import _lang
+
+    lang = _lang(args)
     logs, notes = _read_inputs(args.log)
     report = service.run_local(python=args.python, timeout=args.timeout, logs=logs, generate=not args.no_generate,
                                root=args.root, on_event=_progress_printer(not args.quiet and sys.stderr.isatty()
-                                                                           or args.progress))
+                                                                           or args.progress, lang))
     report["notes"] = notes
     if args.save:
         try:
@@ -70,9 +79,6 @@ def cmd_run(args: argparse.Namespace) -> int:
             report["saved"] = {"id": sid, "db": store.display_url() if hasattr(store, "display_url") else "database"}
         except Exception as exc:  # a storage failure must not lose the diagnosis itself
             report["saved"] = {"error": f"{type(exc).__name__}: {exc}"}
-    from .cli import _lang
-
-    lang = _lang(args)
     if args.json:
         _print_json(report)
     else:
@@ -86,7 +92,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(render_report(shown, lang))
         if report.get("saved"):
             s = report["saved"]
-            print(f"Saved as session {s['id']}" if "id" in s else f"Could not save the session: {s['error']}")
+            from .i18n import t
+
+            print(t("report.saved_as", lang, id=s["id"]) if "id" in s else t("report.save_failed", lang, error=s["error"]))
     if report.get("saved", {}).get("error"):
         return EXIT_TOOL
     if not report["probes"]:
@@ -97,16 +105,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def register_cli(sub: Any) -> None:
-    sp = sub.add_parser("run", help="run every local probe and the test generation, then diagnose")
-    sp.add_argument("--json", action="store_true", help="print the report as JSON")
-    sp.add_argument("--no-generate", action="store_true", help="skip the test generation")
-    sp.add_argument("--python", metavar="PATH", help="interpreter whose torch is diagnosed (default: this one)")
-    sp.add_argument("--save", action="store_true", help="store the session")
-    sp.add_argument("--db", metavar="URL", help="database URL (default: DATABASE_URL, else a local SQLite file)")
-    sp.add_argument("--timeout", type=float, metavar="S", help="time limit of each GPU probe in seconds")
-    sp.add_argument("--log", action="append", metavar="FILE", help="also match this log (repeatable)")
+    sp = sub.add_parser("run", help=_h("run_cli.run_every_local_probe_and_the_test_gener"))
+    sp.add_argument("--json", action="store_true", help=_h("run_cli.print_the_report_as_json"))
+    sp.add_argument("--no-generate", action="store_true", help=_h("run_cli.skip_the_test_generation"))
+    sp.add_argument("--python", metavar="PATH", help=_h("run_cli.interpreter_whose_torch_is_diagnosed_def"))
+    sp.add_argument("--save", action="store_true", help=_h("run_cli.store_the_session"))
+    sp.add_argument("--db", metavar="URL", help=_h("run_cli.database_url_default_database_url_else_a"))
+    sp.add_argument("--timeout", type=float, metavar="S", help=_h("run_cli.time_limit_of_each_gpu_probe_in_seconds"))
+    sp.add_argument("--log", action="append", metavar="FILE", help=_h("run_cli.also_match_this_log_repeatable"))
     sp.add_argument("--root", default="/", help=argparse.SUPPRESS)
-    sp.add_argument("--lang", choices=["en", "zh"], help="language of the report (default: from the locale)")
-    sp.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    sp.add_argument("--progress", action="store_true", help="progress on stderr even when not a terminal")
+    sp.add_argument("--lang", choices=["en", "zh"], help=_h("run_cli.language_of_the_report_default_from_the"))
+    sp.add_argument("--quiet", action="store_true", help=_h("run_cli.no_progress_on_stderr"))
+    sp.add_argument("--progress", action="store_true", help=_h("run_cli.progress_on_stderr_even_when_not_a_termi"))
     sp.set_defaults(func=cmd_run)

@@ -266,13 +266,25 @@ def run_local(*, python: str | None = None, root: str = "/", timeout: float | No
     report["probes"] = probes
     facts = merge_probe_facts(probes)
     if generate and not (cancel and cancel.is_set()):
-        report["generation"] = _generation(python, model, device, max_new_tokens, timeout, facts, on_event, root)
+        report["generation"] = _generation(python, model, device, max_new_tokens, timeout, facts, on_event, root,
+                                           cancel)
         gen_facts, _ = factcat.clean_facts((report["generation"] or {}).get("facts") or {})
         for k, v in gen_facts.items():
             facts.setdefault(k, v)
     report["facts"] = facts
     report["logs"] = [{"name": n, "text": t} for n, t in logs]
+    if cancel is not None and cancel.is_set():
+        _mark_stopped(report)
     return _diagnose_report(report, kb_dir)
+
+
+def _mark_stopped(report: dict[str, Any]) -> None:
+    """The user pressed Stop: say so, and do not call the checks that were cut short hangs."""
+    report["stopped"] = True
+    for p in report.get("probes") or []:
+        if p.get("status") == "timeout":
+            p.update(status="skipped", summary="stopped by the user", error=None,
+                     evidence=[e for e in p.get("evidence") or [] if not str(e.get("source", "")).startswith("probe:")])
 
 
 def _watched_generation(run_generation: Callable[..., dict[str, Any]], root: str, **kwargs: Any) -> dict[str, Any]:
@@ -299,7 +311,8 @@ def _warm_kb(kb_dir: str | None) -> None:
 
 
 def _generation(python: str, model: str | None, device: str, max_new_tokens: int, timeout: float | None,
-                facts: dict[str, Any], on_event: ProgressFn | None, root: str = "/") -> dict[str, Any] | None:
+                facts: dict[str, Any], on_event: ProgressFn | None, root: str = "/",
+                cancel: threading.Event | None = None) -> dict[str, Any] | None:
     if facts.get("torch.installed") is False or facts.get("torch.import_error"):
         return {"status": "skipped", "error": "torch cannot be imported in the diagnosed interpreter", "facts": {}}
     try:
@@ -315,7 +328,8 @@ def _generation(python: str, model: str | None, device: str, max_new_tokens: int
         on_event({"event": "start", "probe": "generation", "title": "Test generation"})
     try:
         gen = _watched_generation(run_generation, root, python=python, model=model, device=device,
-                                  max_new_tokens=max_new_tokens, timeout=max(timeout or 0, 600), progress=progress)
+                                  max_new_tokens=max_new_tokens, timeout=max(timeout or 0, 600), progress=progress,
+                                  cancel=cancel)
     except Exception as exc:  # the report must survive a generation bug
         gen = {"status": "crashed", "error": f"internal error: {type(exc).__name__}: {exc}", "facts": {}}
     if on_event:

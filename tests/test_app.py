@@ -393,17 +393,38 @@ def test_generation_figures_and_chart_gpu_against_cpu(store):
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Tokens per second"] == "410.0" and metrics["Time to first token"] == "0.012 s"
-    charts = at.get("vega_lite_chart")
-    assert len(charts) == 2  # tokens over time (GPU and CPU curves) and the speed bars
+    # no per-token timings in this report: no chart is made up from two figures (issue 18); GPU vs CPU in words
+    assert at.get("vega_lite_chart") == [] or len(at.get("vega_lite_chart")) == 0
+    assert any("No per-token timings" in c.value for c in at.caption)
+    assert any("GPU 410.0 tokens/s, CPU 80.0 tokens/s" in m.value for m in at.markdown)
     assert any("5.12× as fast as the CPU" in c.value for c in at.caption)
+    # the speed against the reference of the device class, and the random-weight text labelled as such
+    assert any("above the usual range" in c.value and "15–260 tokens/s" in c.value for c in at.caption)
+    assert any("random-weight model" in e.label for e in at.expander)
     assert any(t.value.startswith("<script>") for t in at.text)  # generated text shown as text
+
+
+def test_generation_chart_from_measured_token_times(store):
+    rep = pasted_report(NO_BINARY)
+    rep["source"] = "live"
+    rep["generation"] = {"status": "ok", "device": "cpu", "model": "builtin:tiny", "dtype": "float32",
+                         "new_tokens": 4, "tokens_per_s": 500.0, "ttft_s": 0.002, "load_s": 0.02,
+                         "token_times": [0.002, 0.004, 0.006, 0.008], "text": "x"}
+    sid = store.save(rep)
+    at = AppTest.from_file("../ui/sessions.py", default_timeout=30)
+    at.query_params["session"] = sid
+    at.run()
+    assert not at.exception
+    assert len(at.get("vega_lite_chart")) == 1
+    assert any("one token as it arrived" in c.value for c in at.caption)
+    assert any("within the usual range" in c.value for c in at.caption)
 
 
 def test_token_curve_from_figures():
     from ui.render import token_curve
 
-    pts = token_curve({"new_tokens": 4, "ttft_s": 0.5, "decode_tokens_per_s": 2.0})
-    assert pts == [(0.0, 0), (0.5, 1), (1.0, 2), (1.5, 3), (2.0, 4)]
+    # two figures make no curve (issue 18): only measured per-token times do
+    assert token_curve({"new_tokens": 4, "ttft_s": 0.5, "decode_tokens_per_s": 2.0}) == []
     assert token_curve({"new_tokens": 2, "token_times": [0.1, 0.3]}) == [(0.0, 0), (0.1, 1), (0.3, 2)]
     assert token_curve({"new_tokens": None, "ttft_s": 1.0, "tokens_per_s": 3.0}) == []
 
@@ -414,7 +435,7 @@ def test_session_exports_and_delete(store):
     at.query_params["session"] = sid
     at.run()
     labels = [b.proto.label for b in at.get("download_button")]
-    assert labels == ["Bundle (for another GPU doctor)", "Markdown report", "HTML report"]
+    assert labels == ["Bundle (for another GPU doctor)", "Markdown report", "HTML report", "Download the issue body"]
     # what the buttons hand out is the store's export (secrets already redacted at save time)
     assert b"hf_abcdefghijklmnopqrstuvwxyz0123456789" not in store.export_bundle(sid)
     at.checkbox(key="delete_sure").check().run()

@@ -201,7 +201,8 @@ def test_session_page(lang, store):
     assert [tab.label for tab in at.tabs] == [t("ui.sessions.report", lang), t("ui.sessions.notes_tab", lang, count=0),
                                               t("ui.sessions.compare", lang), t("ui.sessions.export", lang)]
     assert [b.proto.label for b in at.get("download_button")] == [
-        t("ui.sessions.bundle", lang), t("ui.sessions.markdown_report", lang), t("ui.sessions.html_report", lang)]
+        t("ui.sessions.bundle", lang), t("ui.sessions.markdown_report", lang), t("ui.sessions.html_report", lang),
+        t("ui.issue.download", lang)]
     at.selectbox(key="compare_with").set_value(other).run()
     assert not at.exception
     assert any(c.value.startswith(t("ui.sessions.from_to", lang, before_id="", after_id="", before="", after="")[:2])
@@ -226,7 +227,7 @@ def test_generation_figures_in_chinese(store):
     at = page("ui/sessions.py", "zh", session=sid)
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["每秒 token 数"] == "410.0" and metrics["首个 token 的延迟"] == "0.012 秒"
+    assert metrics["每秒 token 数"] == "410.0" and metrics["首 token 延迟"] == "0.012 秒"
     assert any("GPU 的生成速度是 CPU 的 5.12 倍" in c.value for c in at.caption)
     board = next(m.value for m in at.markdown if m.value.startswith("| | 检查项 | 结果"))
     assert "失败" in board and "通过" in board and "PyTorch 构建、设备与冒烟测试" in board  # known checks are named in zh

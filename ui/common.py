@@ -24,6 +24,26 @@ CSS = """
 .gd-ev mark {background: #ffe58a; padding: 0 .1rem; border-radius: .15rem}
 .gd-ev .gd-src {color: #57606a}
 .st-key-yaml textarea {font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .85rem}
+/* status words stay on one line ("已跳过") */
+[data-testid="stMarkdownContainer"] td:nth-child(3) {white-space: nowrap}
+/* phone (issue 18): tables become cards, figures two to a row, nothing wider than the screen */
+@media (max-width: 640px) {
+  [data-testid="stMarkdownContainer"] table, [data-testid="stMarkdownContainer"] tbody,
+  [data-testid="stMarkdownContainer"] tr, [data-testid="stMarkdownContainer"] td {display: block; width: 100%}
+  [data-testid="stMarkdownContainer"] thead {display: none}
+  [data-testid="stMarkdownContainer"] tr {border: 1px solid rgba(49, 51, 63, .2); border-radius: .5rem;
+                                          margin: .4rem 0; padding: .35rem .6rem}
+  [data-testid="stMarkdownContainer"] td {border: none; padding: .1rem 0; white-space: normal;
+                                          overflow-wrap: anywhere}
+  [data-testid="stMarkdownContainer"] td:first-child {float: left; margin-right: .4rem; width: auto}
+  [data-testid="stMarkdownContainer"] td:nth-child(2) {font-weight: 600}
+  [data-testid="stMarkdownContainer"] td:empty {display: none}
+  [data-testid="stHorizontalBlock"]:has([data-testid="stMetric"]) {flex-flow: row wrap !important; gap: .5rem}
+  [data-testid="stHorizontalBlock"]:has([data-testid="stMetric"]) > [data-testid="stColumn"] {
+      flex: 1 1 calc(50% - .5rem) !important; min-width: calc(50% - .5rem) !important}
+  [data-testid="stMarkdownContainer"] pre, [data-testid="stCode"] pre {white-space: pre-wrap; overflow-wrap: anywhere}
+  [data-testid="stAlert"] {overflow-wrap: anywhere}
+}
 </style>
 """
 
@@ -105,7 +125,29 @@ def warm_up() -> None:
 
 def style() -> None:
     """The few CSS rules the pages use (static text, no user input)."""
-    st.markdown(CSS, unsafe_allow_html=True)
+    st.markdown(CSS + uploader_css(lang()), unsafe_allow_html=True)
+
+
+def uploader_css(language: str) -> str:
+    """st.file_uploader's own words ("Upload", "64MB per file") in *language*.
+
+    Streamlit has no parameter for them (streamlit/streamlit#13500), so the rules hide its English text and
+    draw the catalogue's instead (``::after``); the label above the box is ours anyway.  English: nothing."""
+    if language == "en":
+        return ""
+    try:
+        mb = int(st.get_option("server.maxUploadSize"))
+    except Exception:
+        mb = 200
+    button = t("ui.upload.button", language).replace('"', "'")
+    limit = t("ui.upload.limit", language, mb=mb).replace('"', "'")
+    zone = '[data-testid="stFileUploaderDropzone"]'
+    return (f"<style>{zone} > span > button [data-testid=\"stMarkdownContainer\"] p {{font-size: 0}}"
+            f"{zone} > span > button [data-testid=\"stMarkdownContainer\"] p::after "
+            f"{{content: \"{button}\"; font-size: .875rem}}"
+            f"[data-testid=\"stFileUploaderDropzoneInstructions\"] span {{font-size: 0}}"
+            f"[data-testid=\"stFileUploaderDropzoneInstructions\"] span::after "
+            f"{{content: \"{limit}\"; font-size: .875rem}}</style>")
 
 
 def database_url() -> str:

@@ -8,6 +8,7 @@ import time
 import streamlit as st
 
 from diagnostics import service
+from diagnostics import jobs
 from diagnostics.jobs import Job
 from ui import common, render, safe
 from ui.common import T
@@ -55,6 +56,9 @@ if started:
     logs = _pasted() if with_logs else []
     st.session_state["job"] = Job(service.run_local, python=python.strip() or None, generate=generate,
                                   model=model.strip() or None, logs=logs)
+    # every step is counted from the start, weighted by its expected time; the fraction never goes back
+    st.session_state["job_progress"] = jobs.Progress(jobs.plan(generate))
+    st.session_state.pop("job_stopping", None)
     for k in ("report", "saved_id"):
         st.session_state.pop(k, None)
 
@@ -71,6 +75,7 @@ if text_clicked:
             rep["logs"] = [{"name": n, "text": t} for n, t in items]
             rep["verdict"] = service.verdict(rep)
             st.session_state["report"] = rep
+            st.session_state["_scroll_results"] = True
             st.session_state.pop("saved_id", None)
         except Exception as exc:
             st.error(T("ui.diagnose.diagnose_failed", error=f"{type(exc).__name__}: {exc}"))
@@ -83,25 +88,38 @@ def _progress() -> None:
         return
     state = job.progress()
     if not job.done:
-        finished = sum(1 for p in state.values() if p["status"] != "running")
-        st.info(T("ui.diagnose.running", seconds=time.time() - job.started, finished=finished, total=len(state) or "…"),
-                icon=":material/hourglass_top:")
-        if state:
-            st.progress(finished / max(1, len(state)))
-        if state:
-            render.status_table([(p["status"], render.probe_title(pid, p["title"]), p["stage"] if p["status"] == "running" else "",
-                                  p["duration_s"] if p["duration_s"] is not None else p.get("elapsed", 0))
-                                 for pid, p in state.items()])
-        else:
-            st.caption(T("ui.diagnose.starting"))
-        if st.button(T("ui.diagnose.stop"), icon=":material/stop_circle:", key="stop"):
-            job.cancel.set()
+        from diagnostics.i18n.probe_text import localize_text
+
+        prog = st.session_state.get("job_progress") or jobs.Progress(jobs.plan(True))
+        steps = prog.steps
+        frac = prog.update(state)
+        finished = sum(1 for sid, _, _ in steps if sid in state and state[sid]["status"] != "running")
+        msg = T("ui.diagnose.running", seconds=time.time() - job.started, finished=finished, total=len(steps))
+        if st.session_state.get("job_stopping"):
+            msg = T("ui.diagnose.stopping")
+        st.info(msg, icon=":material/hourglass_top:")
+        st.progress(frac, text=f"{frac * 100:.0f}%")
+        rows = []
+        for sid, title, _ in steps:
+            p = state.get(sid)
+            if p is None:
+                rows.append((None, render.probe_title(sid, title), T("ui.diagnose.waiting"), None))
+            else:
+                stage = localize_text(p["stage"], common.lang()) if p["status"] == "running" else ""
+                rows.append((p["status"], render.probe_title(sid, p["title"]), stage,
+                             p["duration_s"] if p["duration_s"] is not None else p.get("elapsed", 0)))
+        render.status_table(rows)
+        if st.button(T("ui.diagnose.stop"), icon=":material/stop_circle:", key="stop",
+                     disabled=bool(st.session_state.get("job_stopping"))):
+            job.cancel.set()  # reaches every running child: the probes and the test generation
+            st.session_state["job_stopping"] = True
         return
     st.session_state.pop("job", None)
     if job.error:
         st.session_state["run_error"] = job.error
     else:
         st.session_state["report"] = job.result
+        st.session_state["_scroll_results"] = True
     st.rerun()
 
 
@@ -110,6 +128,20 @@ if st.session_state.get("job") is not None:
 
 if st.session_state.get("run_error"):
     st.error(T("ui.diagnose.run_failed", error=safe.md_inline(st.session_state.pop("run_error"))))
+
+
+SCROLL_JS = ('<script>const r = window.parent.document.getElementById("gd-results");'
+             'if (r) r.scrollIntoView({behavior: "smooth", block: "start"});</script>')
+
+
+def _scroll_script() -> None:
+    """Bring new results into view (a static script in a same-origin iframe; no user text in it)."""
+    if hasattr(st, "iframe"):
+        st.iframe(SCROLL_JS, height=1)
+    else:
+        import streamlit.components.v1 as components
+
+        components.html(SCROLL_JS, height=0)
 
 
 def _share(rep: dict) -> None:
@@ -128,6 +160,7 @@ def _share(rep: dict) -> None:
                 if store is not None:
                     try:
                         st.session_state["saved_id"] = saved = store.save(rep)
+                        st.rerun()  # redraw without the Save button: "Saved" alone
                     except Exception as exc:
                         st.error(T("ui.diagnose.save_failed", error=f"{type(exc).__name__}: {exc}"))
             if saved:
@@ -150,6 +183,9 @@ def _share(rep: dict) -> None:
             else:
                 st.caption(T("ui.diagnose.save_for_link"))
         st.checkbox(T("ui.diagnose.mask_identity"), key="mask_identity", help=T("ui.diagnose.secrets_removed"))
+        from ui.issue import copy_as_issue
+
+        copy_as_issue(rep, mask_identity=mask, key="issue")
         try:
             from diagnostics.redact import preview_report
 
@@ -169,8 +205,13 @@ def _share(rep: dict) -> None:
 rep = st.session_state.get("report")
 if rep and st.session_state.get("job") is None:
     st.divider()
+    st.markdown('<div id="gd-results"></div>', unsafe_allow_html=True)
+    if st.session_state.pop("_scroll_results", False):  # new results: bring them into view (static script)
+        _scroll_script()
     if rep.get("source") == "pasted":
         st.caption(T("ui.diagnose.pasted_only"))
+    if rep.get("stopped"):
+        st.warning(T("ui.diagnose.stopped_report"), icon=":material/stop_circle:")
     render.headline(rep)
     _share(rep)
     render.report(rep, show_headline=False)

@@ -214,6 +214,9 @@ def localized(rep: dict[str, Any]) -> dict[str, Any]:
     for key in ("diagnoses", "not_ruled_out", "possible"):
         if rep.get(key):
             out[key] = localize_diagnoses(list(rep[key]), kb, code)
+    from diagnostics.i18n.probe_text import localize_report
+
+    out = localize_report(out, code)  # the checks' own sentences (summaries, evidence, GPU watch) as well
     out["_lang"] = code
     return out
 
@@ -293,20 +296,29 @@ def facts_table(facts: dict[str, Any]) -> None:
 
 
 def token_curve(gen: dict[str, Any], prefix: str = "") -> list[tuple[float, int]]:
-    """(seconds since the generation started, tokens so far) from the generation figures.
-
-    Uses the measured per-token times when the report has them (``token_times``), else the measured time to
-    the first token and the decode rate (the curve a steady decoder draws)."""
+    """(seconds since generate() started, tokens so far) from the per-token arrival times the generation child
+    measured (``token_times``); ``[]`` when the report has none: no curve is made up from two figures."""
     times = gen.get(prefix + "token_times")
     if isinstance(times, list) and times and all(isinstance(t, (int, float)) for t in times):
         return [(0.0, 0)] + [(float(t), i + 1) for i, t in enumerate(times)]
-    n = gen.get("new_tokens")
-    ttft = gen.get(prefix + "ttft_s")
-    rate = gen.get("decode_tokens_per_s" if not prefix else prefix + "decode_tokens_per_s") or gen.get(prefix + "tokens_per_s")
-    if not isinstance(n, int) or n <= 0 or not isinstance(ttft, (int, float)) or not isinstance(rate, (int, float)) \
-            or rate <= 0:
-        return []
-    return [(0.0, 0)] + [(float(ttft) + (k - 1) / float(rate), k) for k in range(1, n + 1)]
+    return []
+
+
+# What the built-in models reach on a working device, to read a tokens/s figure against (measured, see
+# docs/GENERATION.md "The cold GPU": H200 host, 16 CPU threads, and the doctor's own test run).  Random weights,
+# a few tokens: the point is "does the device work", not a benchmark; launch-bound on a GPU.
+SPEED_REFERENCE = {("builtin:tiny", "cpu"): (400, 1000), ("builtin:tiny", "gpu"): (15, 260),
+                   ("builtin:1b", "cpu"): (15, 25), ("builtin:1b", "gpu"): (15, 71)}
+
+
+def speed_reference(gen: dict[str, Any]) -> tuple[int, int] | None:
+    dev = str(gen.get("device") or "")
+    cls = "cpu" if dev == "cpu" else ("gpu" if dev.startswith(("cuda", "mixed")) else "")
+    return SPEED_REFERENCE.get((str(gen.get("model") or ""), cls))
+
+
+def _random_weights(gen: dict[str, Any]) -> bool:
+    return str(gen.get("model") or "").startswith("builtin:")
 
 
 def probe_title(pid: str | None, title: str | None) -> str:
@@ -339,41 +351,45 @@ def generation(gen: dict[str, Any]) -> None:
                 f"{rss / (1 << 20):.0f} MiB" if isinstance(rss, (int, float)) else T("ui.render.na"))
     for w in gen.get("warnings") or []:
         st.warning(str(w))
+    ref = speed_reference(gen)
+    rate = gen.get("tokens_per_s")
+    if ref and isinstance(rate, (int, float)):
+        where = T("ui.render.speed_in_range") if ref[0] <= rate <= ref[1] else (
+            T("ui.render.speed_below") if rate < ref[0] else T("ui.render.speed_above"))
+        st.caption(T("ui.render.speed_reference", rate=f"{rate:.1f}", low=ref[0], high=ref[1],
+                     device=T("ui.render.on_cpu") if dev == "cpu" else T("ui.render.on_gpu"), where=where))
+    else:
+        st.caption(T("ui.render.speed_no_reference"))
     curves = {T("ui.render.on_cpu") if dev == "cpu" else T("ui.render.on_gpu"): token_curve(gen)}
     if gen.get("cpu_tokens_per_s"):
-        cpu = token_curve({"new_tokens": gen.get("new_tokens"), "ttft_s": gen.get("cpu_ttft_s"),
-                           "tokens_per_s": gen.get("cpu_tokens_per_s"), "token_times": gen.get("cpu_token_times")})
-        curves[T("ui.render.on_cpu")] = cpu
+        curves[T("ui.render.on_cpu")] = token_curve(gen, "cpu_")
     curves = {k: v for k, v in curves.items() if v}
-    if curves:
-        xs, ys, run, tps = (T("ui.render.axis_seconds"), T("ui.render.axis_tokens"), T("ui.render.axis_run"),
-                            T("ui.render.axis_tokens_per_s"))
+    if curves:  # measured arrival times only; each point is one token
+        xs, ys, run = T("ui.render.axis_seconds"), T("ui.render.axis_tokens"), T("ui.render.axis_run")
         rows = [{xs: t, ys: n, run: name} for name, pts in curves.items() for t, n in pts]
-        compare = bool(gen.get("cpu_tokens_per_s"))
-        left, right = st.columns([3, 2] if compare else [3, 1])
-        with left:
-            st.markdown(T("ui.render.token_curve"))
-            st.line_chart(rows, x=xs, y=ys, color=run, height=240)
-            if not gen.get("token_times"):
-                st.caption(T("ui.render.curve_help"))
-        with right:
-            if compare:
-                st.markdown(T("ui.render.speed_gpu_cpu"))
-                bars = [{run: "GPU", tps: float(gen["tokens_per_s"])},
-                        {run: "CPU", tps: float(gen["cpu_tokens_per_s"])}]
-                st.bar_chart(bars, x=run, y=tps, height=200, horizontal=True)
-                if gen.get("gpu_vs_cpu_ratio"):
-                    st.caption(T("ui.render.gpu_ratio", ratio=float(gen["gpu_vs_cpu_ratio"])))
-            elif dev == "cpu":
-                st.info(T("ui.render.ran_on_cpu"), icon=":material/info:")
-            elif gen.get("cpu_compare_skipped"):
-                st.caption(T("ui.render.cpu_compare_skipped", reason=safe.md_inline(gen["cpu_compare_skipped"])))
+        st.markdown(T("ui.render.token_curve"))
+        st.line_chart(rows, x=xs, y=ys, color=run, height=240)
+        st.caption(T("ui.render.curve_measured"))
+    else:
+        st.caption(T("ui.render.no_token_times"))
+    if gen.get("cpu_tokens_per_s"):  # two numbers: said in words, not drawn
+        st.markdown(T("ui.render.gpu_cpu_words", gpu=f"{float(gen['tokens_per_s']):.1f}",
+                      cpu=f"{float(gen['cpu_tokens_per_s']):.1f}"))
+        if gen.get("gpu_vs_cpu_ratio"):
+            st.caption(T("ui.render.gpu_ratio", ratio=float(gen["gpu_vs_cpu_ratio"])))
+    elif dev == "cpu":
+        st.info(T("ui.render.ran_on_cpu"), icon=":material/info:")
+    elif gen.get("cpu_compare_skipped"):
+        st.caption(T("ui.render.cpu_compare_skipped", reason=safe.md_inline(gen["cpu_compare_skipped"])))
     if gen.get("monitor"):
         from ui import gpu_watch
 
         gpu_watch.show(gen)
     if gen.get("text"):
-        with st.expander(T("ui.render.generated_text")):
+        random = _random_weights(gen)
+        with st.expander(T("ui.render.generated_text_random" if random else "ui.render.generated_text")):
+            if random:
+                st.caption(T("ui.render.random_text_note"))
             st.text(str(gen["text"])[:4000])
 
 

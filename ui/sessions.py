@@ -64,9 +64,30 @@ def _notes(sid: str) -> None:
         if st.form_submit_button(T("ui.sessions.add_note")):
             try:
                 store.add_note(sid, author, text)
+                st.session_state["_goto_tab"] = "notes"  # the rerun must not jump back to the Report tab
+                st.session_state["_flash"] = T("ui.sessions.note_added")
                 st.rerun()
             except Exception as exc:
                 st.error(T("ui.sessions.note_failed", error=exc))
+
+
+def _source_word(source: str | None) -> str:
+    return T("ui.render.source_pasted") if source == "pasted" else T("ui.render.source_live")
+
+
+def _change_word(change: str, same_source: bool) -> str:
+    """added / removed / changed in words; between different sources a fact one side lacks was not checked there."""
+    if change in ("added", "removed") and not same_source:
+        return T("ui.sessions.not_checked_there")
+    return T(f"ui.sessions.fact_{change}") if change in ("added", "removed", "changed") else change
+
+
+def _session_label(r: dict[str, Any]) -> str:
+    """A picker label one can tell sessions apart by: when, host, live or pasted, verdict, top finding, short id."""
+    top = r.get("top_diagnosis_id") or T("ui.sessions.no_finding")
+    src = _source_word(r.get("source")) if r.get("source") else ""
+    return " · ".join(x for x in (common.fmt_time(r["created_at"]), r["host"], src, _verdict_cell(r["verdict"]), top,
+                                  r["id"][:8]) if x)
 
 
 def _compare(sid: str) -> None:
@@ -76,19 +97,25 @@ def _compare(sid: str) -> None:
     if not others:
         st.caption(T("ui.sessions.no_other"))
         return
-    labels = {r["id"]: f"{common.fmt_time(r['created_at'])} · {r['host']} · {_verdict_cell(r['verdict'])} · "
-                       f"{r['id'][:8]}" for r in others}
+    labels = {r["id"]: _session_label(r) for r in others}
     other = st.selectbox(T("ui.sessions.other_session"), list(labels), format_func=lambda i: labels[i], index=None,
                          key="compare_with", placeholder=T("ui.sessions.choose_session"))
     if not other:
         return
     a, b = sorted([sid, other], key=lambda i: store.info(i)["created_at"] or "")
     diff = store.compare(a, b)
+    src_a, src_b = (store.get(i).get("source") for i in (a, b))
+    same_source = src_a == src_b
     st.caption(T("ui.sessions.from_to", before_id=a[:8], after_id=b[:8],
                  before=render.verdict_word(diff["verdict"]["before"]), after=render.verdict_word(diff["verdict"]["after"])))
+    if not same_source:  # a pasted log and a live run do not check the same things
+        st.warning(T("ui.sessions.different_sources", before=_source_word(src_a), after=_source_word(src_b)),
+                   icon=":material/compare_arrows:")
+    gone = (":green[:material/check_circle:] " + T("ui.sessions.diff_gone") if same_source else
+            ":gray[:material/help:] " + T("ui.sessions.diff_not_checked"))
     c1, c2, c3 = st.columns(3)
     for col, key, title in ((c1, "appeared", ":red[:material/add_circle:] " + T("ui.sessions.diff_new")),
-                            (c2, "disappeared", ":green[:material/check_circle:] " + T("ui.sessions.diff_gone")),
+                            (c2, "disappeared", gone),
                             (c3, "unchanged", ":gray[:material/drag_handle:] " + T("ui.sessions.diff_still"))):
         with col:
             st.markdown(f"**{title}**")
@@ -98,15 +125,17 @@ def _compare(sid: str) -> None:
                 st.markdown(f"- {render.SEV_GLYPH.get(d.get('severity'), '')} {safe.md_inline(d.get('title'))}")
     if diff["changed_facts"]:
         st.markdown(T("ui.sessions.facts_changed"))
-        st.dataframe([{T("ui.render.col_fact"): f["name"], T("ui.sessions.col_change"): f["change"],
+        st.dataframe([{T("ui.render.col_fact"): f["name"],
+                       T("ui.sessions.col_change"): _change_word(f["change"], same_source),
                        T("ui.sessions.col_before"): render.fmt_value(f["before"]),
                        T("ui.sessions.col_after"): render.fmt_value(f["after"])} for f in diff["changed_facts"]],
                      hide_index=True, width="stretch")
     if diff["changed_probes"]:
         st.markdown(T("ui.sessions.checks_changed"))
-        st.dataframe([{T("ui.render.col_check"): p["id"],
-                       T("ui.sessions.col_before"): render.status_word(p["before"], p["before"] or T("ui.sessions.absent")),
-                       T("ui.sessions.col_after"): render.status_word(p["after"], p["after"] or T("ui.sessions.absent"))}
+        absent = T("ui.sessions.absent") if same_source else T("ui.sessions.not_checked_there")
+        st.dataframe([{T("ui.render.col_check"): render.probe_title(p["id"], None),
+                       T("ui.sessions.col_before"): render.status_word(p["before"], p["before"] or absent),
+                       T("ui.sessions.col_after"): render.status_word(p["after"], p["after"] or absent)}
                       for p in diff["changed_probes"]], hide_index=True, width="stretch")
 
 
@@ -123,6 +152,9 @@ def _exports(sid: str) -> None:
     c3.download_button(T("ui.sessions.html_report"), icon=":material/download:", data=lambda: store.export_html(sid, mask_identity=mask),
                        file_name=f"gpu-doctor-{sid[:8]}.html", mime="text/html", key="exp_html")
     st.caption(T("ui.sessions.secrets_removed"))
+    from ui.issue import copy_as_issue
+
+    copy_as_issue(store.get(sid), mask_identity=mask, key="exp_issue")
     if hasattr(store, "share_preview"):
         prev = store.share_preview(sid, mask_identity=mask)
         st.markdown(T("ui.sessions.what_was_removed"))
@@ -175,9 +207,16 @@ def show_session(sid: str) -> None:
     st.code(common.session_link(sid), language=None)
     if st.session_state.get("rediag_msg"):
         st.info(T("ui.sessions.rediagnosed", result=st.session_state.pop("rediag_msg")))
-    tab_report, tab_notes, tab_compare, tab_export = st.tabs(
-        [T("ui.sessions.report"), T("ui.sessions.notes_tab", count=info.get("note_count", 0)), T("ui.sessions.compare"),
-         T("ui.sessions.export")])
+    if st.session_state.get("_flash"):
+        st.success(st.session_state.pop("_flash"), icon=":material/check_circle:")
+    labels = [T("ui.sessions.report"), T("ui.sessions.notes_tab", count=info.get("note_count", 0)),
+              T("ui.sessions.compare"), T("ui.sessions.export")]
+    tab_key = f"tab_{sid}"
+    if st.session_state.pop("_goto_tab", None) == "notes":
+        st.session_state[tab_key] = labels[1]  # set before the tabs exist: the Notes tab stays open
+    elif st.session_state.get(tab_key) not in labels:
+        st.session_state.pop(tab_key, None)
+    tab_report, tab_notes, tab_compare, tab_export = st.tabs(labels, key=tab_key, on_change="rerun")
     with tab_report:
         render.report(rep)
     with tab_notes:
@@ -192,6 +231,7 @@ def show_session(sid: str) -> None:
             sure = st.checkbox(T("ui.sessions.delete_confirm"), key="delete_sure")
             if st.button(T("ui.sessions.delete"), disabled=not sure, key="delete"):
                 store.delete(sid)
+                st.session_state["_flash"] = T("ui.sessions.deleted", sid=sid[:8])
                 _open(None)
                 st.rerun()
 
@@ -228,6 +268,8 @@ def list_sessions() -> None:
 
     st.title(T("ui.sessions.title"))
     st.caption(T("ui.sessions.intro"))
+    if st.session_state.get("_flash"):
+        st.success(st.session_state.pop("_flash"), icon=":material/check_circle:")
     c1, c2, c3 = st.columns([3, 1, 1])
     query = c1.text_input(T("ui.sessions.search"), key="q", placeholder=T("ui.sessions.search_placeholder"))
     code = lang()
@@ -274,8 +316,7 @@ def list_sessions() -> None:
     n1, n2, n3 = st.columns([2, 1, 3])
     n1.number_input(T("ui.sessions.page_of", pages=pages), min_value=1, max_value=pages, step=1, key="page")
     n3.caption(T("ui.sessions.match_count", total=total, shown=len(rows)))
-    labels = {r["id"]: f"{common.fmt_time(r['created_at'])} · {r['host']} · {_verdict_cell(r['verdict'])} · "
-                       f"{r['top_diagnosis_id'] or T('ui.sessions.no_finding')} · {r['id'][:8]}" for r in rows}
+    labels = {r["id"]: _session_label(r) for r in rows}
     st.selectbox(T("ui.sessions.open_session"), list(labels), format_func=lambda i: labels[i], index=None, key="pick",
                  placeholder=T("ui.sessions.choose_on_page"), on_change=_picked)
     _import()

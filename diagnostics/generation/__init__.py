@@ -95,8 +95,11 @@ def run_generation(python: str = sys.executable, model: str | None = None, devic
                    max_new_tokens: int = 32, timeout: float = 600, compare_cpu: bool = True,
                    progress: ProgressFn | None = None, *, dtype: str = "auto", device_map: str | None = None,
                    force_load: bool = False, cache_dir: str | None = None,
-                   env: dict[str, str] | None = None) -> dict[str, Any]:
+                   env: dict[str, str] | None = None, cancel: Any = None) -> dict[str, Any]:
     """Run the test generation in a child process of *python*; never raises for the child's failures.
+
+    *cancel* (a ``threading.Event``): when set, the child is stopped at once (SIGTERM, then SIGKILL) and the
+    result says ``"stopped": True``.
 
     Returns the CONTRACT ``generate`` keys plus status, error, estimate, facts, evidence, log, ...
     *env* adds variables to the child's environment (e.g. GPU_DOCTOR_GPU_MEMORY_FRACTION=0.01 caps the
@@ -125,10 +128,17 @@ def run_generation(python: str = sys.executable, model: str | None = None, devic
 
     if progress is not None:
         progress("starting the generation child")
-    res = run_child(argv, timeout=timeout, env=child_env, on_line=on_line)
+    res = run_child(argv, timeout=timeout, env=child_env, on_line=on_line, cancel=cancel)
     if not records and res.stdout:            # the callback is the main path; the captured text is the backup
         records = [r for r in (parse_record(ln) for ln in res.stdout.splitlines()) if r is not None]
-    return assemble(records, res, requested_device=device, model=model, timeout=timeout)
+    out = assemble(records, res, requested_device=device, model=model, timeout=timeout)
+    if cancel is not None and cancel.is_set():  # not a hang: the user pressed Stop
+        out.update(status="skipped", error="stopped by the user", error_kind="stopped", stopped=True)
+        out["summary"] = "stopped by the user"
+        out.setdefault("facts", {}).pop("gen.error", None)
+        out["facts"].pop("gen.error_kind", None)
+        out["facts"]["gen.ran"] = False
+    return out
 
 
 def assemble(records: list[dict[str, Any]], res: ChildResult, *, requested_device: str = "auto",
@@ -329,7 +339,9 @@ def render_text(g: dict[str, Any]) -> str:
 
 
 def register_cli(subparsers: Any) -> None:
-    sp = subparsers.add_parser("generate", help="the test generation alone",
+    from ..cli import _h
+
+    sp = subparsers.add_parser("generate", help=_h("generate.the_test_generation_alone"),
                                description="Load a causal LM in a child process of the target interpreter, "
                                            "generate, and report device, speed and memory.")
     sp.add_argument("--model", default=None, metavar="PATH",

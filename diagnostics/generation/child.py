@@ -425,6 +425,7 @@ class _Clock:
         self.first = None
         self.count = 0
         self.calls = 0
+        self.times = []                           # perf_counter() when each new token reached the host
         self.report_every_s = report_every_s
         self.last_report = 0.0
         self.sync = sync
@@ -434,12 +435,14 @@ class _Clock:
         if self.calls == 1:                       # the prompt
             return
         now = time.perf_counter()
-        self.count += int(value.numel()) if hasattr(value, "numel") else 1
+        k = int(value.numel()) if hasattr(value, "numel") else 1
+        self.count += k
         if self.first is None:
             if self.sync:
                 self.sync()
                 now = time.perf_counter()
             self.first = now
+        self.times.extend([now] * k)
         if self.report_every_s and now - self.last_report >= self.report_every_s:
             self.last_report = now
             progress(self.stage, tokens=self.count)
@@ -484,6 +487,9 @@ def timed_generate(model, inputs, max_new_tokens: int, device: str, report_progr
     return {"new_tokens": n, "gen_s": gen_s, "tokens_per_s": n / gen_s if gen_s > 0 else None,
             "ttft_s": ttft,
             "decode_tokens_per_s": ((n - 1) / decode_s) if decode_s and n > 1 else None,
+            # seconds from the start of generate() to each new token (the streamer is handed each token on the
+            # host, so these are real arrival times, not a line drawn from two numbers)
+            "token_times": [round(t - t0, 6) for t in clock.times[:n]],
             "ids": new}
 
 
@@ -756,7 +762,8 @@ def run(args, result: dict) -> dict:
 
     text = tok.decode(g["ids"], skip_special_tokens=True)
     result.update({"new_tokens": g["new_tokens"], "tokens_per_s": g["tokens_per_s"], "ttft_s": g["ttft_s"],
-                   "gen_s": g["gen_s"], "decode_tokens_per_s": g["decode_tokens_per_s"], "text": text})
+                   "gen_s": g["gen_s"], "decode_tokens_per_s": g["decode_tokens_per_s"], "text": text,
+                   "token_times": g["token_times"]})
     fact("gen.tokens_per_s", round(g["tokens_per_s"], 3))
     peak_gpu = None
     if device == "cuda":
@@ -791,6 +798,7 @@ def run(args, result: dict) -> dict:
                 result["cpu_new_tokens"] = cg["new_tokens"]
                 result["cpu_tokens_per_s"] = cg["tokens_per_s"]
                 result["cpu_ttft_s"] = cg["ttft_s"]
+                result["cpu_token_times"] = cg["token_times"]
                 result["gpu_vs_cpu_ratio"] = g["tokens_per_s"] / cg["tokens_per_s"]
                 fact("gen.cpu_tokens_per_s", round(cg["tokens_per_s"], 3))
                 fact("gen.gpu_vs_cpu_ratio", round(result["gpu_vs_cpu_ratio"], 4))
