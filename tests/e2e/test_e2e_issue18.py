@@ -117,3 +117,37 @@ def test_phone_session_board_is_cards(server, browser):
         page.get_by_text("### Environment").first.wait_for()
     finally:
         ctx.close()
+
+
+def test_progress_is_monotone_and_stop_ends_the_run(tmp_path, browser, monkeypatch):
+    """A run whose torch import hangs: the bar only moves forward, every planned check is listed from the start,
+    and Stop ends the run at once with a report that says it was stopped.  Its own server, so that the hanging
+    torch (tests/fakes) is on the probes' PYTHONPATH."""
+    from tests.e2e.conftest import Server
+    from tests.fakes import HANG, make_fake_torch
+
+    monkeypatch.setenv("PYTHONPATH", str(make_fake_torch(tmp_path, HANG)))
+    srv = Server(tmp_path)
+    ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = ctx.new_page()
+    try:
+        page.goto(srv.url + "/?lang=en")
+        wait_app(page)
+        page.get_by_role("button", name="Run diagnosis").click()
+        page.locator('[data-testid="stProgress"]').wait_for(timeout=30_000)
+        seen, rows = [], 0
+        for _ in range(12):
+            v = page.evaluate("() => { const b = document.querySelector('[data-testid=stProgress] [role=progressbar]');"
+                              " return b ? Number(b.getAttribute('aria-valuenow')) : null; }")
+            if v is not None:
+                seen.append(v)
+            rows = max(rows, page.locator('[data-testid="stMain"] table tbody tr').count())
+            page.wait_for_timeout(400)
+        assert seen and seen == sorted(seen) and seen[-1] < 100, seen
+        assert rows >= 8, rows  # every planned check, waiting ones included
+        page.get_by_role("button", name="Stop").click()
+        page.get_by_text("Stopped by you").wait_for(timeout=30_000)
+        keep(shot(page, "issue18-stopped"), "diagnose-stopped")
+    finally:
+        ctx.close()
+        srv.stop()
