@@ -176,8 +176,10 @@ def derive(report: dict[str, Any]) -> tuple[list[tuple[str, str]], list[dict[str
         return facets, sigs
     for c in checks:
         out = str(c.get("output") or "")
-        line = error_line(out, c.get("error"), c.get("summary")) or str(c.get("error") or c.get("summary") or "")
-        line = line.strip() or f"{c.get('id')} {c.get('status')}"
+        last = [ln.strip() for ln in out.splitlines() if ln.strip()]
+        line = (error_line(out) or error_line(c.get("error"), c.get("summary")) or (last[-1] if last else "")
+                or str(c.get("error") or c.get("summary") or ""))
+        line = line.strip()[:400] or f"{c.get('id')} {c.get('status')}"
         sigs.append({"reason": reason, "check_id": str(c.get("id") or "")[:128], "line": line[:400],
                      "excerpt": out[-EXCERPT_CHARS:] if out else line})
     if not sigs:  # guesses only, nothing failed: the last error line of what the user pasted, else the guess
