@@ -63,6 +63,7 @@ _PLACEHOLDER_RE = {"<UUID>": r"[0-9A-Za-z-]+", "<TIME>": r"[0-9T:.,+Z -]+", "<HE
 _SPLIT = re.compile("(" + "|".join(re.escape(p) for p in _PLACEHOLDER_RE) + ")")
 _ERRORISH = re.compile(r"error|fault|fail|exception|abort|unable|cannot|can't|could not|not found|denied|"
                        r"invalid|no such|refused|killed|oom|out of memory|segmentation|illegal|undefined", re.I)
+_RAISED = re.compile(r"^[\w.]*(?:Error|Exception)\w*(?::|$)")  # RuntimeError: ..., hipErrorNoBinaryForGpu: ...
 _GENERIC = re.compile(r"^(?:Aborted|Segmentation fault|Killed|Illegal instruction|Bus error)(?: \(core dumped\))?$"
                       r"|^Traceback \(most recent call last\):$|^killed by signal", re.I)
 
@@ -96,12 +97,14 @@ def signature_pattern(norm: str) -> str:
 
 
 def error_line(*texts: Any) -> str:
-    """The line that says what went wrong: the last error-looking line that is not a bare 'Aborted' or
-    'Segmentation fault' (those say how the program died, not why), else the last such line, else ''."""
+    """The line that says what went wrong: the last raised error ('RuntimeError: ...', 'hipErrorNoBinaryForGpu:
+    ...'), else the last error-looking line that is not a bare 'Aborted' or 'Segmentation fault' (those say how
+    the program died, not why), else the last such line, else ''."""
     lines = [ln.strip() for t in texts for ln in str(t or "").splitlines() if ln.strip()]
+    raised = [ln for ln in lines if _RAISED.match(ln)]
     errish = [ln for ln in lines if _ERRORISH.search(ln)]
     specific = [ln for ln in errish if not _GENERIC.search(ln)]
-    pick = (specific or errish or [""])[-1]
+    pick = (raised or specific or errish or [""])[-1]
     return pick[:400]
 
 
