@@ -499,6 +499,7 @@ class Store:
             r = conn.execute(update(S).where(S.c.id == sid).values(status=status, updated_at=utcnow()))
             if r.rowcount == 0:
                 raise SessionNotFound(sid)
+            conn.execute(update(fleet.FA).where(fleet.FA.c.session_id == sid).values(status=status))
 
         self._write(tx)
 

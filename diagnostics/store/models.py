@@ -141,6 +141,10 @@ class FacetRow(SQLModel, table=True):
     created_at: datetime = Field(sa_column=Column(DateTime, nullable=False))
     dim: str = Field(max_length=16)
     value: str = Field(max_length=255)
+    # the session's host, verdict (today's rule) and review status, so the common filters need no join
+    host: str = Field(default="", max_length=255)
+    verdict: str = Field(default="", max_length=16)
+    status: str = Field(default="new", max_length=16)
 
 
 class SignatureRow(SQLModel, table=True):

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, insert, or_, select
+from sqlalchemy import delete, func, insert, or_, select, update
 
 from .. import verdicts as _verdicts
 from .models import FacetRow, SessionRow, SignatureRow
@@ -209,13 +209,17 @@ def _is_low(d: dict[str, Any]) -> bool:
     return _verdicts.is_problem(d) and _low_confidence(d)
 
 
-def derive_rows(sid: str, created: Any, host: str, report: dict[str, Any]) -> tuple[list[dict], list[dict]]:
+def derive_rows(sid: str, created: Any, host: str, report: dict[str, Any],
+                status: str = "new") -> tuple[list[dict], list[dict]]:
     """The table rows of derive() for session *sid*."""
     created_at = parse_time(created) if not isinstance(created, datetime) else created
     if created_at is None:
         created_at = datetime(1970, 1, 1)
     facets, sigs = derive(report)
-    return ([{"session_id": sid, "created_at": created_at, "dim": d, "value": v} for d, v in facets],
+    verdict = next(v for d, v in facets if d == "verdict")
+    host = str(host or "")[:255]
+    return ([{"session_id": sid, "created_at": created_at, "dim": d, "value": v, "host": host, "verdict": verdict,
+              "status": str(status or "new")[:16]} for d, v in facets],
             [{"session_id": sid, "created_at": created_at, "host": str(host or "")[:255], **s} for s in sigs])
 
 
@@ -223,7 +227,10 @@ def write(conn: Any, sid: str, created: Any, host: str, report: dict[str, Any]) 
     """Replace the fleet rows of session *sid* (inside the caller's transaction)."""
     conn.execute(delete(FA).where(FA.c.session_id == sid))
     conn.execute(delete(SG).where(SG.c.session_id == sid))
-    facets, sigs = derive_rows(sid, created, host, report)
+    status = conn.execute(select(S.c.status).where(S.c.id == sid)).scalar() or "new"
+    facets, sigs = derive_rows(sid, created, host, report, status)
+    verdict = next(x["value"] for x in facets if x["dim"] == "verdict")
+    conn.execute(update(S).where(S.c.id == sid, S.c.verdict != verdict).values(verdict=verdict))
     if facets:
         conn.execute(insert(FA), facets)
     if sigs:
@@ -305,7 +312,7 @@ def _session_conds(store: Any, conn: Any, f: Filters) -> list[Any]:
     if f.status:
         conds.append(S.c.status == f.status)
     if f.verdict:
-        conds.append(S.c.id.in_(select(FA.c.session_id).where(FA.c.dim == "verdict", FA.c.value == f.verdict)))
+        conds.append(S.c.verdict == f.verdict)  # kept at today's rule by write()
     return conds
 
 
@@ -325,19 +332,26 @@ def _nul(f: Filters) -> bool:
     return any(isinstance(x, str) and "\x00" in x for x in asdict(f).values())
 
 
-def _base(store: Any, conn: Any, dim: str, f: Filters) -> tuple[Any, Any, list[Any]]:
-    """(value column, created_at column, conditions) for counting *dim* under filters *f*."""
+def _base(store: Any, conn: Any, dim: str, f: Filters) -> tuple[Any, Any, list[Any], Any]:
+    """(value column, created_at column, conditions, session id column) for counting *dim* under *f*."""
     if dim not in DIMENSIONS:
         from . import StoreError
 
         raise StoreError(f"dimension must be one of {', '.join(DIMENSIONS)}")
-    sconds = _session_conds(store, conn, f)
     if dim in SESSION_DIMS:
-        return S.c[dim], S.c.created_at, sconds + _time_conds(S.c.created_at, f)
+        return S.c[dim], S.c.created_at, _session_conds(store, conn, f) + _time_conds(S.c.created_at, f), S.c.id
     conds = [FA.c.dim == dim] + _time_conds(FA.c.created_at, f)
-    if sconds:
-        conds.append(FA.c.session_id.in_(select(S.c.id).where(*sconds)))
-    return FA.c.value, FA.c.created_at, conds
+    conds += [FA.c[k] == getattr(f, k) for k in ("host", "verdict", "status") if getattr(f, k)]
+    words = Filters(query=f.query, gpu=f.gpu)  # text conditions: the sessions' search index
+    wconds = _session_conds(store, conn, words) if (f.query or "").strip() or (f.gpu or "").strip() else []
+    if wconds:
+        conds.append(FA.c.session_id.in_(select(S.c.id).where(*wconds, *_time_conds(S.c.created_at, f))))
+    return FA.c.value, FA.c.created_at, conds, FA.c.session_id
+
+
+def _total(store: Any, conn: Any, f: Filters) -> int:
+    conds = _session_conds(store, conn, f) + _time_conds(S.c.created_at, f)
+    return int(conn.execute(select(func.count()).select_from(S).where(*conds)).scalar_one())
 
 
 def total(store: Any, filters: Filters | None = None) -> int:
@@ -346,8 +360,7 @@ def total(store: Any, filters: Filters | None = None) -> int:
     if _nul(f):
         return 0
     with store._read() as conn:
-        conds = _session_conds(store, conn, f) + _time_conds(S.c.created_at, f)
-        return int(conn.execute(select(func.count()).select_from(S).where(*conds)).scalar_one())
+        return _total(store, conn, f)
 
 
 def stats(store: Any, by: str = "cause", bucket: str | None = None, filters: Filters | None = None,
@@ -360,16 +373,17 @@ def stats(store: Any, by: str = "cause", bucket: str | None = None, filters: Fil
     if _nul(f):
         return out
     with store._read() as conn:
-        val, created, conds = _base(store, conn, by, f)
+        val, created, conds, _ = _base(store, conn, by, f)
         n = func.count().label("n")
         if bucket:
             b = _bucket_expr(store, created, bucket).label("b")
-            q = select(val.label("v"), b, n).where(*conds).group_by(val, b).order_by(b, n.desc(), val).limit(limit)
+            q = select(val.label("v"), b, n).where(*conds).group_by(val, b) \
+                .order_by(b, n.desc(), val).limit(limit)
         else:
-            q = select(val.label("v"), n).where(*conds).group_by(val).order_by(n.desc(), val).limit(limit)
+            q = select(val.label("v"), n).where(*conds).group_by(val).order_by(n.desc(), val) \
+                .limit(limit)
         rows = conn.execute(q).all()
-        tconds = _session_conds(store, conn, f) + _time_conds(S.c.created_at, f)
-        out["total"] = int(conn.execute(select(func.count()).select_from(S).where(*tconds)).scalar_one())
+        out["total"] = _total(store, conn, f)
     for r in rows:
         row = {"value": r.v, "count": int(r.n)}
         if bucket:
@@ -389,11 +403,10 @@ def session_ids(store: Any, by: str, value: str, bucket: str | None = None, buck
     if _nul(f) or (isinstance(value, str) and "\x00" in value):
         return []
     with store._read() as conn:
-        val, created, conds = _base(store, conn, by, f)
+        val, created, conds, sid = _base(store, conn, by, f)
         conds.append(val == value)
         if bucket and bucket_value:
             conds.append(_bucket_expr(store, created, bucket) == bucket_value)
-        sid = S.c.id if by in SESSION_DIMS else FA.c.session_id
         q = select(sid).where(*conds).order_by(created.desc(), sid.desc()).limit(max(1, int(limit)))
         return [r[0] for r in conn.execute(q)]
 

@@ -6,7 +6,8 @@
 - session_signatures: the unexplained queue, one row per failing check that no confirmed cause explains (or per
   guess-only session), keyed by a hash of the normalised error line.
 
-Both are back-filled from the stored report JSON of every existing session (in batches).
+Both are back-filled from the stored report JSON of every existing session (in batches), and the sessions'
+verdict column is recomputed by today's rule (diagnostics.verdicts.compute) on the way.
 
 Revision ID: 0004
 Revises: 0003
@@ -34,6 +35,9 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.Column("dim", sa.String(16), nullable=False),
         sa.Column("value", sa.String(255), nullable=False),
+        sa.Column("host", sa.String(255), nullable=False),
+        sa.Column("verdict", sa.String(16), nullable=False),
+        sa.Column("status", sa.String(16), nullable=False),
     )
     op.create_index("ix_session_facets_session_id", "session_facets", ["session_id"])
     op.create_index("ix_facets_dim_value_created", "session_facets", ["dim", "value", "created_at"])
@@ -61,23 +65,26 @@ def upgrade() -> None:
     last = ""
     while True:
         rows = conn.execute(sa.text(
-            "SELECT s.id, s.created_at, s.host, r.report_json FROM sessions s JOIN session_reports r "
+            "SELECT s.id, s.created_at, s.host, s.status, r.report_json FROM sessions s JOIN session_reports r "
             "ON r.session_id = s.id WHERE s.id > :last ORDER BY s.id LIMIT 500"), {"last": last}).all()
         if not rows:
             break
         facets: list = []
         sigs: list = []
-        for sid, created, host, text in rows:
+        verdicts: list = []
+        for sid, created, host, status, text in rows:
             try:
                 rep = json.loads(text)
             except ValueError:
                 continue
-            f, s = derive_rows(sid, created, host, rep)
+            f, s = derive_rows(sid, created, host, rep, status)
+            verdicts += [{"i": sid, "v": x["value"]} for x in f if x["dim"] == "verdict"]
             facets += f
             sigs += s
         if facets:
-            conn.execute(sa.table("session_facets", sa.column("session_id"), sa.column("created_at"),
-                                  sa.column("dim"), sa.column("value")).insert(), facets)
+            conn.execute(sa.table("session_facets", *[sa.column(c) for c in facets[0]]).insert(), facets)
+        if verdicts:  # the verdict column by today's rule (a stored verdict is never trusted)
+            conn.execute(sa.text("UPDATE sessions SET verdict = :v WHERE id = :i"), verdicts)
         if sigs:
             conn.execute(sa.table("session_signatures", *[sa.column(c) for c in sigs[0]]).insert(), sigs)
         last = rows[-1][0]
