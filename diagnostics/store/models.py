@@ -135,7 +135,8 @@ class FacetRow(SQLModel, table=True):
     diagnostics.verdicts, never the stored one). created_at is the session's, so time buckets need no join."""
     __tablename__ = "session_facets"
     __table_args__ = (Index("ix_facets_dim_value_created", "dim", "value", "created_at"),
-                      Index("ix_facets_dim_created", "dim", "created_at"))
+                      Index("ix_facets_dim_created", "dim", "created_at"),
+                      Index("ix_facets_dim_verdict_value", "dim", "verdict", "value", "status"))
     id: Optional[int] = Field(default=None, primary_key=True)
     session_id: str = Field(sa_column=_fk())
     created_at: datetime = Field(sa_column=Column(DateTime, nullable=False))

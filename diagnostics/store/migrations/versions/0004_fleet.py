@@ -42,6 +42,7 @@ def upgrade() -> None:
     op.create_index("ix_session_facets_session_id", "session_facets", ["session_id"])
     op.create_index("ix_facets_dim_value_created", "session_facets", ["dim", "value", "created_at"])
     op.create_index("ix_facets_dim_created", "session_facets", ["dim", "created_at"])
+    op.create_index("ix_facets_dim_verdict_value", "session_facets", ["dim", "verdict", "value", "status"])
     op.create_table(
         "session_signatures",
         sa.Column("id", sa.Integer(), primary_key=True),
