@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, func, insert, or_, select, update
+from sqlalchemy import text as sql_text
 
 from .. import verdicts as _verdicts
 from .models import FacetRow, SessionRow, SignatureRow
@@ -299,14 +300,27 @@ def _session_conds(store: Any, conn: Any, f: Filters) -> list[Any]:
         raise StoreError(f"status must be one of {', '.join(STATUSES)}")
     conds: list[Any] = []
     counts: dict[str, int] = {}
+
+    def contains(word: str, column: str = "search_text") -> Any:
+        # counting reads every match anyway: on SQLite the trigram index serves common words too (the list's
+        # newest-first scan for a common word only pays off when it stops after a page)
+        if store.dialect == "sqlite" and len(word) >= 3:
+            from . import _fts_phrase
+
+            store._nparam += 1
+            name = f"fts_{store._nparam}"
+            sub = sql_text(f"SELECT session_id FROM sessions_fts WHERE sessions_fts MATCH :{name}").bindparams(
+                **{name: f"{column} : {_fts_phrase(word)}"}).columns(session_id=S.c.id.type)
+            return S.c.id.in_(sub)
+        return store._contains(conn, word, counts, column=column)[0]
+
     for word in (f.query or "").lower().split():
-        c, _, _ = store._contains(conn, word, counts)
+        c = contains(word)
         if re.fullmatch(r"[0-9a-f\-]{4,36}", word):
             c = or_(c, S.c.id.like(f"{_like_escape(word)}%", escape="\\"))
         conds.append(c)
     if (f.gpu or "").strip():
-        c, _, _ = store._contains(conn, f.gpu.lower().strip(), counts, column="gpus")
-        conds.append(c)
+        conds.append(contains(f.gpu.lower().strip(), "gpus"))
     if f.host:
         conds.append(S.c.host == f.host)
     if f.status:
