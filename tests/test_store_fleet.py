@@ -178,11 +178,11 @@ def test_guess_only_sessions_are_in_the_queue(store: Store) -> None:
     r = sample_report(host="guess", diagnoses=[{"id": "hip-out-of-memory", "title": "maybe OOM", "severity": "error",
                                                 "confidence": 0.3, "basis": "possible", "evidence": [], "fix": ""}])
     r["probes"][1].update(status="ok", error=None, output_tail="")
-    r["logs"] = [{"name": "user.log", "text": "step 10\nRuntimeError: HIP error: out of memory\n"}]
+    r["logs"] = [{"name": "user.log", "text": "it stops after 10 steps and the GPU memory looks full\n"}]
     sid = store.save(r)
     q = fleet.unexplained(store)
     assert q["sessions"] == 1 and q["groups"][0]["reasons"] == {"possible": 1}
-    assert q["groups"][0]["signature"] == "RuntimeError: HIP error: out of memory" and q["groups"][0]["ids"] == [sid]
+    assert q["groups"][0]["signature"] == "guess: hip-out-of-memory" and q["groups"][0]["ids"] == [sid]
     assert {x["value"] for x in fleet.stats(store, "possible")["rows"]} == {"hip-out-of-memory"}
     assert fleet.stats(store, "cause")["rows"] == []
 
