@@ -1,7 +1,7 @@
 """GPU doctor web UI: only the table of contents.  Pages live in ui/ and call the diagnostics library."""
 import streamlit as st
 
-from ui.auth import gate  # noqa: E402
+from ui.auth import gate, is_reviewer  # noqa: E402
 from ui.common import T, language_picker  # noqa: E402
 
 st.set_page_config(page_title=T("ui.app.title"), page_icon=":material/stethoscope:", layout="wide")
@@ -15,7 +15,10 @@ kb = st.Page("ui/kb.py", title=T("ui.app.nav_kb"), icon=":material/menu_book:", 
 editor = st.Page("ui/kb_editor.py", title=T("ui.app.nav_kb_editor"), icon=":material/edit_note:",
                  url_path="kb-editor")
 
-page = st.navigation({T("ui.app.nav_diagnose"): [diagnose, sessions], T("ui.app.nav_contribute"): [kb, editor]})
+fleet = st.Page("ui/fleet.py", title=T("ui.app.nav_fleet"), icon=":material/monitoring:", url_path="fleet")
+# the fleet view is for reviewers (ui/fleet.py refuses others too)
+page = st.navigation({T("ui.app.nav_diagnose"): [diagnose, sessions] + ([fleet] if is_reviewer() else []),
+                      T("ui.app.nav_contribute"): [kb, editor]})
 # a share link may point at the start page (…/?session=<id>): show that session
 if page is diagnose and st.query_params.get("session"):
     st.switch_page(sessions, query_params={"session": st.query_params["session"]})

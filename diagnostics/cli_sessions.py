@@ -11,6 +11,10 @@
     sessions notes ID
     sessions compare ID_A ID_B [--json]
     sessions delete ID
+    sessions stats [--by DIM] [--bucket day|week] [--ids N] [--limit N] [--refresh] [--json] [FILTERS]
+    sessions unexplained [--limit N] [--samples N] [--json] [FILTERS]
+
+FILTERS are the ones of ``sessions list``: -q WORDS, --host, --gpu, --verdict, --status, --since, --until.
 
 Every subcommand takes ``--db URL`` (else DATABASE_URL, else the SQLite file in the user data directory).
 Exit status: 0 done, 2 the command could not be done (unknown id, refused bundle, database error).
@@ -207,11 +211,16 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_rediagnose(args: argparse.Namespace) -> int:
     store = _store(args)
     if args.all:
-        res = store.rediagnose_all()
+        from .store import stats as fleet
+
+        res = fleet.rediagnose_all(store)
         if args.json:
             _out_json(res)
         else:
             print(_t("rediagnosed", n=res["rediagnosed"], changed=res["changed"], failed=len(res["errors"])))
+            print(_t("queue_change", before=res["queue_before"], after=res["queue_after"], explained=res["explained"])
+                  + (" (" + ", ".join(f"{k}: {v}" for k, v in res["explained_by"].items()) + ")"
+                     if res["explained_by"] else ""))
             for sid, err in res["errors"].items():
                 print(f"  {sid}: {err}", file=sys.stderr)
         return EXIT_TOOL if res["errors"] else EXIT_OK
@@ -226,6 +235,79 @@ def cmd_rediagnose(args: argparse.Namespace) -> int:
         print(f"  + {d['id']}: {_title(d)}")
     for d in res["disappeared"]:
         print(f"  - {d['id']}: {_title(d)}")
+    return EXIT_OK
+
+
+def _filters(args: argparse.Namespace) -> Any:
+    from .store.stats import Filters
+
+    return Filters(query=args.query or "", host=args.host, gpu=args.gpu, verdict=args.verdict, status=args.status,
+                   since=args.since, until=args.until)
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from .store import stats as fleet
+
+    store = _store(args)
+    if args.refresh:
+        n = fleet.refresh(store)
+        if not args.json:
+            print(f"Fleet rows derived again for {n} session(s).")
+    f = _filters(args)
+    if args.by or args.bucket:
+        res = fleet.stats(store, args.by or "cause", bucket=args.bucket, filters=f, limit=args.limit, ids=args.ids)
+        if args.json:
+            _out_json(res)
+            return EXIT_OK
+        print(f"{res['total']} session(s) match; counted by {res['by']}" + (f" per {res['bucket']}" if res["bucket"]
+                                                                            else ""))
+        if not res["rows"]:
+            print("  (none)")
+        for r in res["rows"]:
+            head = f"  {r['bucket']}  " if res["bucket"] else "  "
+            print(f"{head}{r['count']:>7}  {r['value']}")
+            if r.get("ids"):
+                print("           " + " ".join(r["ids"]))
+        return EXIT_OK
+    res = fleet.overview(store, f, limit=args.limit)
+    if args.json:
+        _out_json(res)
+        return EXIT_OK
+    print(f"{res['total']} session(s) match" + (f" ({', '.join(f'{k}={v}' for k, v in res['filters'].items())})"
+                                                 if res["filters"] else ""))
+    titles = {"cause": "Confirmed causes", "possible": "Possible causes (guesses)", "gpu": "GPUs",
+              "gfx": "GPU architectures", "rocm": "ROCm versions", "torch": "torch versions",
+              "verdict": "Verdicts (today's rule)", "host": "Hosts", "status": "Review status"}
+    for dim, rows in res["by"].items():
+        print(f"\n{titles.get(dim, dim)}:")
+        if not rows:
+            print("  (none)")
+        for r in rows:
+            print(f"  {r['count']:>7}  {r['value']}")
+    return EXIT_OK
+
+
+def cmd_unexplained(args: argparse.Namespace) -> int:
+    from .store import stats as fleet
+
+    store = _store(args)
+    res = fleet.unexplained(store, _filters(args), limit=args.limit, samples=args.samples)
+    if args.json:
+        _out_json(res)
+        return EXIT_OK
+    if not res["groups"]:
+        print("No unexplained sessions.")
+        return EXIT_OK
+    print(f"{res['sessions']} session(s) in the unexplained queue, {len(res['groups'])} group(s) shown")
+    for i, g in enumerate(res["groups"], 1):
+        reasons = ", ".join(f"{v} {k}" for k, v in g["reasons"].items())
+        print(f"\n{i}. [{g['sig']}] {g['count']} session(s) ({reasons}) on {g['host_count']} host(s); "
+              f"first {g['first_seen'][:19]}, last {g['last_seen'][:19]}; checks: {', '.join(g['checks'])}")
+        print(f"   signature: {g['signature']}")
+        print(f"   pattern:   {g['pattern']}")
+        print("   hosts:     " + ", ".join(f"{h['host']} ({h['count']})" for h in g["hosts"]))
+        for smp in g["samples"]:
+            print(f"   - {smp['id']}  {smp['created_at'][:19]}  {smp['host']}  {smp['check']}: {smp['line'][:160]}")
     return EXIT_OK
 
 
@@ -355,6 +437,33 @@ def register_cli(subparsers: Any) -> argparse.ArgumentParser:
     p = sub.add_parser("delete", parents=[common], help=_h("sessions.delete_a_session"))
     p.add_argument("id")
     p.set_defaults(func=_guard(cmd_delete))
+
+    filters = argparse.ArgumentParser(add_help=False)
+    filters.add_argument("-q", "--query", default="", help="words that must all occur (as in `sessions list`)")
+    filters.add_argument("--host")
+    filters.add_argument("--gpu", help="part of a GPU name")
+    filters.add_argument("--verdict", choices=["healthy", "problems", "unexplained", "incomplete"],
+                         help="the verdict by today's rule")
+    filters.add_argument("--status", choices=STATUSES)
+    filters.add_argument("--since", help="ISO date or time (UTC)")
+    filters.add_argument("--until", help="ISO date or time (UTC); a date includes that whole day")
+
+    p = sub.add_parser("stats", parents=[common, filters], help="fleet counts: causes, hosts, GPUs, versions, verdicts")
+    p.add_argument("--by", choices=["cause", "possible", "gpu", "gfx", "rocm", "torch", "verdict", "host", "status"],
+                   help="one dimension (default: every dimension, top --limit each)")
+    p.add_argument("--bucket", choices=["day", "week"], help="count per day or week (with --by; default cause)")
+    p.add_argument("--ids", type=int, default=0, metavar="N", help="list up to N session ids behind each count")
+    p.add_argument("--limit", type=int, default=15, help="rows per dimension (default 15)")
+    p.add_argument("--refresh", action="store_true", help="derive the fleet rows of every session again first")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_guard(cmd_stats))
+
+    p = sub.add_parser("unexplained", parents=[common, filters],
+                       help="sessions nothing explains, grouped by normalised error signature")
+    p.add_argument("--limit", type=int, default=20, help="groups to show (default 20)")
+    p.add_argument("--samples", type=int, default=3, help="sample sessions per group (default 3)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_guard(cmd_unexplained))
     return sp
 
 

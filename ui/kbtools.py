@@ -206,6 +206,31 @@ def new_entry_from_session(report: dict[str, Any]) -> str:
     return head + "tests:\n" + case_yaml(session_case(report)) + rest
 
 
+def new_entry_from_group(group: dict[str, Any], fire: Iterable[dict[str, Any]],
+                         silent: dict[str, Any] | None = None) -> str:
+    """A draft entry for a group of the unexplained queue (diagnostics.store.stats.unexplained): the condition is
+    the group's RE2 pattern (the normalised error line, escaped, with a class for each stripped number, address,
+    path, id or time), the group's sessions are firing cases and a healthy session is the silent case."""
+    text = template()
+    sig = str(group.get("sig") or "group")[:8]
+    pattern = str(group.get("pattern") or "") or re.escape(str(group.get("signature") or ""))
+    text = re.sub(r"^id: .*$", f"id: new-failure-{sig}", text, count=1, flags=re.M)
+    title = "TODO name the cause: " + re.sub(r"\s+", " ", str(group.get("signature") or ""))[:90]
+    text = re.sub(r"^title: .*$", lambda _m: "title: " + _yaml_scalar(title), text, count=1, flags=re.M)
+    when = "when:\n  log: " + _yaml_scalar(pattern) + "\n"
+    text = re.sub(r"^when:\n(?:[ \t].*\n|\n)*", lambda _m: when, text, count=1, flags=re.M)
+    start = text.find("\ntests:")
+    head = text[:start + 1] if start >= 0 else text.rstrip("\n") + "\n"
+    cases = [session_case(r, "fire") for r in fire]
+    if silent is not None:
+        cases.append(session_case(silent, "silent"))
+    return head + "tests:\n" + "".join(case_yaml(c) for c in cases)
+
+
+def _yaml_scalar(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
 # ------------------------------------------------------------------------------------------------- sessions it matches
 def sessions_matching(entry: Entry, store: Any, limit: int = 500, page_size: int = 100) -> tuple[list[dict[str, Any]], int]:
     """Saved sessions (newest first, at most *limit* looked at) on which *entry* would fire.

@@ -34,6 +34,7 @@ from ..redact import preview_report, redact_report, redact_text
 from .bundle import BundleError, build_bundle, parse_bundle, render_html, render_markdown, validate_report
 from .models import (STATUSES, DiagnosisRow, FactRow, GenerationRow, NoteRow, ProbeResultRow, ReportRow,
                      SessionRow, metadata)
+from . import stats as fleet
 from .summary import dumps, parse_time, sha256_of, summarise, utcnow
 
 __all__ = ["metadata", "Store", "StoreError", "BundleError", "SessionNotFound", "default_url", "migrate", "render_markdown",
@@ -312,6 +313,7 @@ class Store:
             saved_at=now, updated_at=now, status="new", imported=imported, **summarise(rep)))
         conn.execute(insert(R).values(session_id=sid, report_json=text))
         self._insert_children(conn, sid, rep)
+        fleet.write(conn, sid, created, rep.get("host") or "", rep)
 
     def _insert_children(self, conn: Any, sid: str, rep: dict[str, Any]) -> None:
         probes = [p for p in rep.get("probes") or [] if isinstance(p, dict)]
@@ -497,6 +499,7 @@ class Store:
             r = conn.execute(update(S).where(S.c.id == sid).values(status=status, updated_at=utcnow()))
             if r.rowcount == 0:
                 raise SessionNotFound(sid)
+            conn.execute(update(fleet.FA).where(fleet.FA.c.session_id == sid).values(status=status))
 
         self._write(tx)
 
@@ -531,7 +534,7 @@ class Store:
         """Delete a session and everything attached to it; False when there was none."""
 
         def tx(conn: Any) -> bool:
-            for t in (N, G, D, F, P, R):
+            for t in (fleet.SG, fleet.FA, N, G, D, F, P, R):
                 conn.execute(delete(t).where(t.c.session_id == sid))
             return conn.execute(delete(S).where(S.c.id == sid)).rowcount > 0
 
@@ -617,8 +620,10 @@ class Store:
         changed = findings(old) != findings(new)
 
         def tx(conn: Any) -> None:
-            if conn.execute(select(S.c.id).where(S.c.id == sid)).first() is None:
+            row = conn.execute(select(S.c.created_at, S.c.host).where(S.c.id == sid)).first()
+            if row is None:
                 raise SessionNotFound(sid)
+            fleet.write(conn, sid, row.created_at, row.host, new if changed else old)  # today's verdict rule
             if not changed:
                 return
             for t in (G, D, F, P):

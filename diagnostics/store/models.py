@@ -127,3 +127,40 @@ class NoteRow(SQLModel, table=True):
     author: str = Field(max_length=128)
     text: str = Field(sa_column=Column(Text, nullable=False))
     created_at: datetime = Field(sa_column=Column(DateTime, nullable=False))
+
+
+class FacetRow(SQLModel, table=True):
+    """One fleet dimension value of a session (revision 0004), derived from its report by store/stats.py:
+    dim is cause (a confirmed problem), possible (a guess), gpu, gfx, rocm, torch or verdict (recomputed by
+    diagnostics.verdicts, never the stored one). created_at is the session's, so time buckets need no join."""
+    __tablename__ = "session_facets"
+    __table_args__ = (Index("ix_facets_dim_value_created", "dim", "value", "created_at"),
+                      Index("ix_facets_dim_created", "dim", "created_at"),
+                      Index("ix_facets_dim_verdict_value", "dim", "verdict", "value", "status"))
+    id: Optional[int] = Field(default=None, primary_key=True)
+    session_id: str = Field(sa_column=_fk())
+    created_at: datetime = Field(sa_column=Column(DateTime, nullable=False))
+    dim: str = Field(max_length=16)
+    value: str = Field(max_length=255)
+    # the session's host, verdict (today's rule) and review status, so the common filters need no join
+    host: str = Field(default="", max_length=255)
+    verdict: str = Field(default="", max_length=16)
+    status: str = Field(default="new", max_length=16)
+
+
+class SignatureRow(SQLModel, table=True):
+    """A failure no confirmed cause explains (reason "unexplained") or a session with guesses only (reason
+    "possible"), keyed by the normalised signature of its error line (revision 0004)."""
+    __tablename__ = "session_signatures"
+    __table_args__ = (Index("ix_signatures_sig_created", "sig", "created_at"),
+                      Index("ix_signatures_created", "created_at"))
+    id: Optional[int] = Field(default=None, primary_key=True)
+    session_id: str = Field(sa_column=_fk())
+    created_at: datetime = Field(sa_column=Column(DateTime, nullable=False))
+    host: str = Field(default="", max_length=255)
+    reason: str = Field(max_length=16)
+    sig: str = Field(max_length=16)
+    signature: str = Field(sa_column=Column(Text, nullable=False))
+    check_id: str = Field(default="", max_length=128)
+    line: str = Field(default="", sa_column=Column(Text, nullable=False))
+    excerpt: str = Field(default="", sa_column=Column(Text, nullable=False))

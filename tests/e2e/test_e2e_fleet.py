@@ -1,0 +1,62 @@
+"""Real browser: the Fleet page over a realistic fleet, and the loop group -> draft entry -> re-diagnose.
+
+A copy of the KB without hip-invalid-device-function serves the app, so the real "HIP error: invalid device
+function" reports of tests/eval/tuning are unexplained; the drafted entry lands in that copy."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from diagnostics.kb import KB_DIR
+from tests import fleet as gen
+from tests.e2e.conftest import Server, shot, wait_app
+
+
+@pytest.fixture(scope="module")
+def fleet_server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("fleet")
+    kb = tmp / "kb"
+    shutil.copytree(KB_DIR, kb)
+    (kb / "hip-invalid-device-function.yaml").unlink()
+    mp = pytest.MonkeyPatch()
+    mp.setenv("GPU_DOCTOR_KB", str(kb))
+    srv = Server(tmp)
+    store = srv.store()
+    for r in gen.fleet(gen.base_reports(str(kb)), 300, seed=4):
+        store.save(r)
+    store.close()
+    yield srv, kb
+    srv.stop()
+    mp.undo()
+
+
+def test_fleet_page_group_to_entry_to_rediagnose(fleet_server, page):
+    srv, kb = fleet_server
+    page.goto(srv.url + "/fleet")
+    wait_app(page)
+    page.get_by_text("Unexplained queue:").first.wait_for()
+    page.locator('[data-testid="stVegaLiteChart"]').first.wait_for()
+    shot(page, "fleet")
+    page.get_by_text("invalid device function").first.scroll_into_view_if_needed()
+    exp = page.locator('[data-testid="stExpander"]', has_text="invalid device function").first
+    if "Draft a KB entry" not in exp.inner_text():
+        exp.locator("summary").click()
+    exp.get_by_role("button", name="Draft a KB entry from this group").click()
+    page.get_by_text("Write a KB entry").first.wait_for()
+    wait_app(page)
+    draft = page.locator("textarea").first.input_value()
+    assert "invalid device function" in draft and "expect: silent" in draft
+    assert "4 of 4 pass" in page.inner_text("body") or "3 of 3 pass" in page.inner_text("body")
+    page.get_by_text("cases:").first.wait_for()
+    shot(page, "fleet-draft-entry")
+    eid = next(ln.split(":", 1)[1].strip() for ln in draft.splitlines() if ln.startswith("id:"))
+    (kb / f"{eid}.yaml").write_text(draft, encoding="utf-8")  # the entry lands
+    page.goto(srv.url + "/fleet")
+    wait_app(page)
+    page.get_by_role("button", name="Re-diagnose all sessions").click()
+    page.get_by_text("now explained").wait_for(timeout=300_000)
+    wait_app(page)
+    body = page.inner_text("body")
+    assert eid in body
+    shot(page, "fleet-rediagnosed")
