@@ -325,10 +325,47 @@ def compile_pattern(pattern: str) -> Any:
             raise ValueError(f"counted repetition {m.group(0)} is above {MAX_REPEAT}; use + or * instead")
     try:
         return re2.compile(pattern)
-    except re2.error as exc:
-        raise ValueError(f"pattern rejected by RE2 (no backreferences or lookaround): {exc}") from None
-    except Exception as exc:  # pragma: no cover - binding specific errors
-        raise ValueError(f"pattern rejected: {exc}") from None
+    except Exception as exc:  # re2.error (the binding's own class), with RE2's reason as bytes
+        raise PatternError.from_re2(pattern, exc) from None
+
+
+class PatternError(ValueError):
+    """A pattern RE2 cannot compile: RE2's reason in plain words and *offset*, where in the pattern it went wrong
+    (0-based), so the error can point at the column of the pattern's own text."""
+
+    def __init__(self, message: str, offset: int = 0):
+        super().__init__(message)
+        self.offset = offset
+
+    @classmethod
+    def from_re2(cls, pattern: str, exc: Exception) -> "PatternError":
+        raw = exc.args[0] if exc.args else exc
+        reason = raw.decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
+        reason = reason.strip() or "invalid pattern"
+        # RE2 says "<what>: <the part of the pattern it refers to>"
+        what, _, frag = reason.partition(": ")
+        offset = max(0, pattern.find(frag)) if frag else 0
+        hint = ""
+        if "perl operator" in what and re.match(r"\(\?<?[=!]", frag):
+            hint = " (RE2 has no lookahead or lookbehind)"
+        elif "escape sequence" in what and re.match(r"\\[1-9]", frag):
+            hint = " (RE2 has no backreferences)"
+        msg = f"invalid pattern: {what}" + (f' at "{frag}"' if frag else "") + hint
+        return cls(msg, offset)
+
+
+def _pattern_err(ctx: "_Ctx", node: yaml.Node, exc: ValueError) -> "KBError":
+    """The error of a bad pattern at the column where it goes wrong (single-line scalars; a block scalar points
+    at its first line)."""
+    err = ctx.err(node, str(exc))
+    off = getattr(exc, "offset", 0)
+    style = getattr(node, "style", None)
+    if isinstance(node, yaml.ScalarNode) and style in (None, "'", '"') and (off or style):
+        value = str(node.value)[:off]
+        extra = 1 if style else 0  # the opening quote
+        extra += value.count("'") if style == "'" else value.count("\\") if style == '"' else 0
+        err = KBError(err.path, err.line, err.col + extra + off, err.message)
+    return err
 
 
 # --------------------------------------------------------------------------------------------------
@@ -377,7 +414,7 @@ def _cond(ctx: _Ctx, node: yaml.Node, depth: int = 0) -> Cond:
         try:
             compile_pattern(pat)
         except ValueError as exc:
-            raise ctx.err(vnode, str(exc)) from None
+            raise _pattern_err(ctx, vnode, exc) from None
         return Cond("log", pattern=pat, line=line)
     raise ctx.err(knode, f"unknown condition {key!r}; use all, any, not, log or fact")
 
@@ -425,7 +462,7 @@ def _check_op(ctx: _Ctx, vnode: yaml.Node, c: Cond, ftype: str) -> None:
         try:
             c.compiled = compile_pattern(v)
         except ValueError as exc:
-            raise ctx.err(vnode, str(exc)) from None
+            raise _pattern_err(ctx, vnode, exc) from None
         c.pattern = v
     elif op in ("lt", "le", "gt", "ge"):
         if ftype not in ("int", "float"):

@@ -50,6 +50,21 @@ def get_kb(directory: str | None = None) -> tuple[KnowledgeBase, Matcher]:
         return kb, m
 
 
+SEARCH_LIMIT = 25
+
+
+def search_kb(query: str, kb: Any = None, limit: int = SEARCH_LIMIT) -> list[dict[str, Any]]:
+    """KB entries a query describes, best first, by the retrieval that turns a description of symptoms into
+    possible causes (diagnostics.symptoms: the symptom vocabulary, then BM25 over each entry's text): "vram
+    full" finds the out-of-memory entries.  *kb*: a KnowledgeBase or a list of entries (default: the shipped
+    one).  ``[{"id", "score", "phrase", ...}]``; benign entries are not ranked (match_symptoms leaves them out)."""
+    from .symptoms import match_symptoms
+
+    if kb is None:
+        kb = get_kb()[0]
+    return match_symptoms(query or "", kb=kb, limit=limit)
+
+
 def read_text_file(path: str, limit: int = MAX_TEXT_BYTES) -> tuple[str, list[str]]:
     """Read a user-supplied log or dump: any bytes, any size; returns text and notes about what was done."""
     notes: list[str] = []

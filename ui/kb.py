@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from diagnostics.i18n import localized_entry, t
-from diagnostics.kb import SEVERITIES
+from diagnostics.kb import KB_DIR, SEVERITIES
 from diagnostics.service import get_kb
 from ui import common, kbtools, render, safe
 from ui.common import T, lang
@@ -70,7 +70,7 @@ def show_entry(eid: str) -> None:
         cases = kbtools.run_cases(e)
         passed = sum(c["ok"] for c in cases)
         (st.success if passed == len(cases) else st.error)(T("ui.kb.cases_pass", passed=passed, total=len(cases)))
-        st.caption(T("ui.kb.open_case"))
+        st.caption(T("ui.kb.open_case") + " " + guide_link())
         for t, c in zip(e.tests, cases):
             mark = ":green[:material/check:]" if c["ok"] else ":red[:material/close:] " + T("ui.kb.fails")
             must = {"fire": "ui.kb_editor.must_fire", "unknown": "ui.kb_editor.must_be_unknown"}.get(
@@ -94,6 +94,7 @@ def show_entry(eid: str) -> None:
 def list_entries() -> None:
     st.title(T("ui.app.nav_kb"))
     st.caption(T("ui.kb.intro", count=len(kb.entries), version=safe.md_inline(kb.version)))
+    st.markdown(f":material/menu_book: {guide_link()}")
     if kb.errors:
         with st.expander(T("ui.kb.load_errors", count=len(kb.errors)), icon=":material/warning:"):
             st.code("\n".join(str(x) for x in kb.errors), language=None, wrap_lines=True)
@@ -103,21 +104,53 @@ def list_entries() -> None:
     sel_tags = c2.multiselect(T("ui.kb.tags"), tags, key="tags", placeholder=T("ui.kb.any_tag"))
     sevs = c3.multiselect(T("ui.kb.severity"), list(SEVERITIES), key="sev", placeholder=T("ui.kb.any_severity"),
                           format_func=lambda s: t(f"severity_word.{s}", LANG))
-    found = kbtools.search(kb.entries, query, sel_tags, sevs)
-    st.caption(T("ui.kb.count", found=len(found), total=len(kb.entries)))
+    try:
+        found = kbtools.search(kb.entries, query, sel_tags, sevs)
+    except Exception as exc:  # the retrieval failed: say so, and fall back to the whole list
+        st.warning(T("ui.kb.search_failed", error=exc))
+        found = kbtools.search(kb.entries, "", sel_tags, sevs)
+    st.caption(T("ui.kb.count", found=len(found), total=len(kb.entries))
+               + (" " + T("ui.kb.ranked") if (query or "").strip() else ""))
     if not found:
         st.info(T("ui.kb.no_match"))
         return
-    col_open = T("ui.sessions.col_open")
-    st.dataframe([{col_open: f"{common.PATH_KB}?entry={e.id}", T("ui.kb.col_title"): _title(e),
-                   T("ui.kb.col_severity"): e.severity, "id": e.id, T("ui.kb.col_tags"): ", ".join(e.tags),
-                   T("ui.kb.col_cases"): len(e.tests)} for e in found],
-                 hide_index=True, width="stretch",
-                 column_config={col_open: st.column_config.LinkColumn(col_open, display_text=T("ui.sessions.open_link"),
-                                                                      width="small")})
+    entry_list(found)
     st.selectbox(T("ui.kb.open_entry"), [e.id for e in found], index=None, key="pick_entry",
                  format_func=lambda i: f"{_title(by_id[i])} ({i})", placeholder=T("ui.kb.choose_entry"),
                  on_change=_picked)
+
+
+def entry_list(found: list) -> None:
+    """Every entry found, one line each with its whole title (a link to its page), severity, id, tags and
+    cases: a list that wraps, so no title is cut, on a phone either."""
+    lines = []
+    for e in found:
+        tags = " ".join(f"`{safe.md_inline(tg, 40)}`" for tg in e.tags)
+        lines.append(f"- {render.SEV_GLYPH.get(e.severity, '')} [{safe.md_inline(_title(e), 300)}]"
+                     f"({common.PATH_KB}?entry={e.id})  \n"
+                     f"  :gray[{render.sev_word(e.severity)} · `{e.id}` · "
+                     f"{T('ui.kb.cases_count', count=len(e.tests))}] {tags}")
+    with st.container(key="kb_list"):
+        st.markdown("\n".join(lines))
+
+
+def guide_link() -> str:
+    """A Markdown link to the contributor guide (kb/README.md, shown by this page)."""
+    return f"[{T('ui.kb.guide_link')}]({common.PATH_KB}?guide=1)"
+
+
+def show_guide() -> None:
+    """kb/README.md, the contributor guide, as it is in the project (trusted text of the repository)."""
+    if st.button(T("ui.kb.all_entries"), icon=":material/arrow_back:", key="back"):
+        del st.query_params["guide"]
+        st.rerun()
+    st.caption(T("ui.kb.guide_caption"))
+    try:
+        text = (KB_DIR / "README.md").read_text(encoding="utf-8")
+    except OSError as exc:
+        st.error(T("ui.kb.guide_missing", error=exc))
+        return
+    st.markdown(text)
 
 
 def _picked() -> None:
@@ -127,7 +160,9 @@ def _picked() -> None:
 
 
 eid = st.query_params.get("entry")
-if eid:
+if "guide" in st.query_params:
+    show_guide()
+elif eid:
     show_entry(eid.strip())
 else:
     list_entries()

@@ -27,6 +27,7 @@ st.session_state.setdefault("yaml", kbtools.template())
 
 st.title(T("ui.kb_editor.title"))
 st.caption(T("ui.kb_editor.intro"))
+st.markdown(f":material/menu_book: [{T('ui.kb.guide_link')}]({common.PATH_KB}?guide=1)")
 
 store = common.store()
 recent: list[dict] = []
@@ -101,7 +102,16 @@ with right:
         st.code(str(v.error), language=None, wrap_lines=True)
     else:
         e = v.entry
-        st.success(T("ui.kb_editor.valid", id=e.id))
+        if v.template:  # the untouched template parses, but it is not an entry yet
+            st.warning(T("ui.kb_editor.still_template", parts=", ".join(f"`{p}`" for p in v.template)),
+                       icon=":material/edit_note:")
+        elif v.lint_errors:
+            st.error(T("ui.kb_editor.lint_failed", count=len(v.lint_errors)))
+        else:
+            st.success(T("ui.kb_editor.valid", id=e.id))
+        for f in v.lint:  # dangerous steps without a caveat (errors), stale dates (warnings): `kb lint`'s own
+            (st.error if f.level == "error" else st.info)(
+                T("ui.kb_editor.error_at", line=f.line, col=f.col, message=safe.md_inline(f.message, 600)))
         for w in v.warnings:
             st.info(w)
         passed = sum(c["ok"] for c in v.cases)
@@ -141,6 +151,20 @@ with right:
         with st.container(border=True):
             st.markdown(f"{render.SEV_GLYPH.get(e.severity, '')} **{safe.md_inline(e.title, 500)}**")
             st.markdown(safe.md_html(e.fix), unsafe_allow_html=True)
+    # only an entry `kb lint` accepts and whose own cases all pass can be downloaded (issue 18)
+    blocked = []
+    if v.error is not None:
+        blocked.append(T("ui.kb_editor.blocked_lint"))
+    else:
+        if v.template:
+            blocked.append(T("ui.kb_editor.blocked_template"))
+        if v.lint_errors:
+            blocked.append(T("ui.kb_editor.blocked_lint"))
+        failing = sum(not c["ok"] for c in v.cases)
+        if failing:
+            blocked.append(T("ui.kb_editor.blocked_cases", count=failing))
     st.download_button(T("ui.kb.download_yaml"), icon=":material/download:", data=(text or "").encode("utf-8"),
                        file_name=f"{kbtools.guess_id(text or '')}.yaml", mime="application/x-yaml",
-                       disabled=v.error is not None, key="download_yaml", help=T("ui.kb_editor.how_to_submit"))
+                       disabled=bool(blocked), key="download_yaml", help=T("ui.kb_editor.how_to_submit"))
+    if blocked:
+        st.caption(T("ui.kb_editor.download_blocked", reasons="; ".join(blocked)))

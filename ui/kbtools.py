@@ -26,25 +26,38 @@ MAX_CASE_LOG_CHARS = 6000
 # ------------------------------------------------------------------------------------------------- browsing
 def search(entries: Iterable[Entry], query: str = "", tags: Iterable[str] = (), severities: Iterable[str] = (),
            include_benign: bool = True) -> list[Entry]:
-    """Entries whose id, title, symptoms, cause, tags, log patterns or translated title/symptoms/cause contain
-    every word of *query* (case-insensitive), with at least one of *tags* and one of *severities* when given."""
-    words = [w.lower() for w in (query or "").split()]
+    """Entries for *query*, best first: those the symptom retrieval ranks for it (diagnostics.service.search_kb,
+    the same BM25 ranking a description of symptoms gets, so "vram full" finds the out-of-memory entries), then
+    those whose id, title, symptoms, cause, tags, log patterns or translation contain every word of *query*
+    literally (an id, an error code the retrieval does not rank); with at least one of *tags* and one of
+    *severities* when given.  Without a query: every entry, by severity then id."""
+    from diagnostics.service import search_kb
+
+    entries = list(entries)
     tags, severities = set(tags), set(severities)
-    out = []
-    for e in entries:
-        if tags and not tags & set(e.tags):
-            continue
-        if severities and e.severity not in severities:
-            continue
-        if not include_benign and e.benign:
-            continue
+
+    def keep(e: Entry) -> bool:
+        return ((not tags or bool(tags & set(e.tags))) and (not severities or e.severity in severities)
+                and (include_benign or not e.benign))
+
+    pool = [e for e in entries if keep(e)]
+    if not (query or "").strip():
+        return sorted(pool, key=lambda e: (SEVERITIES.index(e.severity), e.id))
+    by_id = {e.id: e for e in pool}
+    ranked = [by_id[h["id"]] for h in search_kb(query, kb=entries) if h["id"] in by_id]
+    words = [w.lower() for w in query.split()]
+    literal = []
+    for e in pool:
         translated = [str(tr.get(f) or "") for tr in (e.translations or {}).values() if isinstance(tr, dict)
                       for f in ("title", "symptoms", "cause")]
         hay = " ".join([e.id, e.title, e.symptoms, e.cause, " ".join(e.tags),
                         " ".join(e.when.log_patterns()), *translated]).lower()
         if all(w in hay for w in words):
-            out.append(e)
-    return sorted(out, key=lambda e: (SEVERITIES.index(e.severity), e.id))
+            literal.append(e)
+    # an id or error code typed exactly goes first; then the ranking; then the other literal matches
+    exact = [e for e in literal if e.id == query.strip().lower()]
+    order = exact + ranked + sorted(literal, key=lambda e: (SEVERITIES.index(e.severity), e.id))
+    return [by_id[i] for i in dict.fromkeys(e.id for e in order)]
 
 
 def entry_source(entry: Entry) -> str:
@@ -79,10 +92,22 @@ class Validation:
     error: KBError | None = None
     warnings: list[str] = field(default_factory=list)
     cases: list[dict[str, Any]] = field(default_factory=list)
+    lint: list[Any] = field(default_factory=list)   # diagnostics.kb_lint findings (dangerous steps, dates)
+    template: list[str] = field(default_factory=list)  # what is still the template's own text
 
     @property
     def ok(self) -> bool:
         return self.entry is not None and all(c["ok"] for c in self.cases)
+
+    @property
+    def lint_errors(self) -> list[Any]:
+        return [f for f in self.lint if f.level == "error"]
+
+    @property
+    def downloadable(self) -> bool:
+        """Only an entry `kb lint` accepts (schema, placeholders, dangerous-step caveats), whose cases all pass
+        and that is no longer the template can be downloaded."""
+        return self.ok and not self.lint_errors and not self.template
 
 
 def guess_id(text: str) -> str:
@@ -103,7 +128,29 @@ def validate(text: str, existing_ids: Iterable[str] = (), lang: str = "en") -> V
     if v.entry.id in set(existing_ids):
         v.warnings.append(t("ui.kb_editor.id_exists", lang, id=repr(v.entry.id), path=f"kb/{v.entry.id}.yaml"))
     v.cases = run_cases(v.entry)
+    from diagnostics.kb_lint import caveat_findings
+
+    v.lint = caveat_findings(v.entry)
+    v.template = template_leftovers(v.entry, text)
     return v
+
+
+TEMPLATE_ID = "my-new-failure"
+
+
+def template_leftovers(entry: Entry, text: str) -> list[str]:
+    """The parts of *entry* that are still the template's placeholders (its id, its example.org links, its
+    example error text), by the YAML key they are under; empty when the author has replaced them all."""
+    out = []
+    if entry.id == TEMPLATE_ID:
+        out.append("id")
+    if any("example.org/" in u for u in entry.links) or "example.org/the-doc-that-says-so" in entry.fix:
+        out.append("links")
+    if "exact error text from a real report" in (text or ""):
+        out.append("when")
+    if entry.title.startswith(("One line that names the cause", "TODO")):  # a draft's title (Fleet) too
+        out.append("title")
+    return out
 
 
 def run_cases(entry: Entry) -> list[dict[str, Any]]:

@@ -407,6 +407,13 @@ def headline(rep: dict[str, Any]) -> None:
                    T("ui.render.see_below")), icon=":material/report:")
     elif verdict == "unexplained":
         st.error(T("ui.render.unexplained"), icon=":material/report:")
+    elif rep.get("possible"):
+        # guesses from words only (basis "possible"): never the red "Problem found", nor a green all-clear
+        guesses = localized(rep).get("possible") or []
+        titles = "; ".join(safe.md_inline(d.get("title")) for d in guesses[:3])
+        st.info(T("ui.render.possible_only", count=len(guesses), titles=titles), icon=":material/help:")
+        if verdict == "incomplete":
+            st.warning(T("ui.render.incomplete"), icon=":material/warning:")
     elif verdict == "incomplete":
         st.warning(T("ui.render.incomplete"), icon=":material/warning:")
     else:

@@ -252,7 +252,7 @@ def _import() -> None:
             try:
                 res = store.import_bundle_ex(f.getvalue())
             except BundleError as exc:
-                st.error(T("ui.sessions.bundle_refused", error=exc))
+                st.error(T("ui.sessions.bundle_refused", error=str(exc).removeprefix("refused: ")))  # not "refused: refused:"
                 return
             except Exception as exc:
                 st.error(T("ui.sessions.bundle_import_failed", error=f"{type(exc).__name__}: {exc}"))
