@@ -141,6 +141,6 @@ with right:
         with st.container(border=True):
             st.markdown(f"{render.SEV_GLYPH.get(e.severity, '')} **{safe.md_inline(e.title, 500)}**")
             st.markdown(safe.md_html(e.fix), unsafe_allow_html=True)
-    st.download_button(T("ui.kb.download_yaml"), icon=":material/download:", data=(text or "").encode("utf-8"),
+    st.download_button(T("ui.kb.download_yaml"), icon=":material/download:", data=lambda: (text or "").encode("utf-8"),
                        file_name=f"{kbtools.guess_id(text or '')}.yaml", mime="application/x-yaml",
                        disabled=v.error is not None, key="download_yaml", help=T("ui.kb_editor.how_to_submit"))
