@@ -34,7 +34,7 @@ ERROR = ('RuntimeError: HIP error: hipErrorNoBinaryForGpu: Unable to find code o
 
 
 def make_log(path: Path, mb: int) -> int:
-    target = mb * 1024 * 1024
+    target = mb * 1000 * 1000 - 65536  # the uploader's own limit (server.maxUploadSize 64) counts 10^6-byte MB
     block = "".join(FILLER.format(s=i % 60, n=i) for i in range(2000)).encode()
     with open(path, "wb") as f:
         written = 0
@@ -115,6 +115,10 @@ def run(mb: int = 64, baseline_n: int = 5, search: bool = False, timeout_s: floa
                     clicked = time.monotonic()
                 if clicked is not None and done.count():
                     out["diagnose_s"] = time.monotonic() - clicked
+                    break
+
+                if clicked is None and a.locator('[data-testid="stFileChipIconError"]').count():
+                    out["upload_error"] = a.locator('[data-testid="stFileChip"]').inner_text()
                     break
                 phase = "upload" if clicked is None else "diagnose"
                 out[phase].append(load_kb(b, srv.url))

@@ -5,9 +5,11 @@ that asks for `/media/<id>`: no cookie, no session, no login is checked there.  
 is deferred (`data=callable`, built only when a logged-in visitor clicks; tests/test_access.py), and this guard
 closes the rest in the store itself:
 
-* a downloadable file is served **once**: the request that fetches it removes it from the store, so the same
-  URL answers 404 to anyone after the visitor's own browser fetched it (a repeat click builds a new file);
-* one never fetched is refused and removed after `TTL_S` seconds.
+* a downloadable file is served at most `MAX_FETCHES` times (2: Streamlit's own client GETs a deferred download's
+  URL once to check it, `checkSourceUrlResponse`, then once through the download link), then it is removed from
+  the store, so the same URL answers 404 to anyone after the visitor's own browser fetched it (a repeat click
+  builds a new file);
+* one not fetched within `TTL_S` seconds of being built is refused and removed.
 
 Images and other media (`MediaFileKind.MEDIA`) are left alone.  Installed from app.py on every run (idempotent,
 once per server process); docs/SECURITY.md explains it.
@@ -19,7 +21,8 @@ import threading
 import time
 from typing import Any
 
-TTL_S = 60.0
+TTL_S = 30.0
+MAX_FETCHES = 2
 _ATTR = "_gpu_doctor_guard"
 
 
@@ -32,6 +35,7 @@ class _Guard:
         self.kind = MediaFileKind.DOWNLOADABLE
         self.error = MediaFileStorageError
         self.born: dict[str, float] = {}  # downloadable file id -> when it was stored
+        self.fetches: dict[str, int] = {}
         self.lock = threading.Lock()
         self.local = threading.local()  # set while Streamlit itself looks a file up (get_url): not a fetch
         self.load = storage.load_and_get_id
@@ -42,6 +46,7 @@ class _Guard:
         for fid, t in list(self.born.items()):
             if now - t > self.ttl_s:
                 self.born.pop(fid, None)
+                self.fetches.pop(fid, None)
                 self.storage.delete_file(fid)
 
     def load_and_get_id(self, path_or_data, mimetype, kind, filename=None):
@@ -51,6 +56,7 @@ class _Guard:
                 now = time.monotonic()
                 self._expire(now)
                 self.born[fid] = now
+                self.fetches[fid] = 0
         return fid
 
     def get_url(self, file_id):
@@ -66,9 +72,15 @@ class _Guard:
             return f
         fid = os.path.splitext(filename)[0]
         with self.lock:
-            t = self.born.pop(fid, None)
-            self.storage.delete_file(fid)  # one fetch only: whoever asks next gets 404
-        if t is None or time.monotonic() - t > self.ttl_s:
+            t = self.born.get(fid)
+            n = self.fetches.get(fid, 0) + 1
+            self.fetches[fid] = n
+            stale = t is None or time.monotonic() - t > self.ttl_s
+            if stale or n >= MAX_FETCHES:  # the visitor's last fetch: whoever asks next gets 404
+                self.born.pop(fid, None)
+                self.fetches.pop(fid, None)
+                self.storage.delete_file(fid)
+        if stale:
             raise self.error(f"media file {fid} was already served or has expired")
         return f
 

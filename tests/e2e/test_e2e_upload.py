@@ -21,7 +21,7 @@ def test_other_visitor_works_during_a_64mb_upload():
     from bench.bench_upload import run
 
     r = run(mb=64, baseline_n=1, search=True)
-    assert r["bytes"] >= 64 * 2**20 - 4096
+    assert r["bytes"] >= 63.9e6 and not r.get("upload_error"), r.get("upload_error")
     assert r.get("a_finished"), r["server_log"]
     assert "The torch build has no GPU code" in r["a_text"], r["a_text"][:2000]
     assert len(r["upload"]) + len(r["diagnose"]) >= 1  # B's page came up while A was busy ...
