@@ -122,6 +122,7 @@ def run(mb: int = 64, baseline_n: int = 5, search: bool = False, timeout_s: floa
                     break
                 phase = "upload" if clicked is None else "diagnose"
                 out[phase].append(load_kb(b, srv.url))
+                print(f"{time.monotonic() - t_up:7.1f} s  A: {phase:8s}  B's load {out[phase][-1]:.2f} s", flush=True)
                 if search and kb_search_works(b):
                     out["searches_during"] += 1
             out["a_finished"] = done.count() > 0
@@ -173,13 +174,14 @@ def main() -> int:
     ap.add_argument("--mb", type=int, default=64)
     ap.add_argument("--baseline", type=int, default=5)
     ap.add_argument("--write", metavar="BENCHMARKS_MD")
+    ap.add_argument("--timeout", type=float, default=900, help="seconds A may take to upload and diagnose")
     args = ap.parse_args()
-    r = run(args.mb, args.baseline)
+    r = run(args.mb, args.baseline, timeout_s=args.timeout)
     text = table(r, args.mb)
     print(text)
     if not r.get("a_finished"):
         print(r["server_log"], file=sys.stderr)
-    if args.write:
+    if args.write and r.get("a_finished"):
         from bench.doc import replace_section
 
         replace_section(args.write, HEADING, text)
