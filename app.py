@@ -3,8 +3,10 @@ import streamlit as st
 
 from ui.auth import gate, is_reviewer  # noqa: E402
 from ui.common import T, language_picker  # noqa: E402
+from ui.media_guard import install as guard_media  # noqa: E402
 
 st.set_page_config(page_title=T("ui.app.title"), page_icon=":material/stethoscope:", layout="wide")
+guard_media()  # exported files: served once, to the click that built them, then gone (ui/media_guard.py)
 language_picker()  # sidebar: English / 简体中文 (from the browser's Accept-Language, ?lang=zh, or the choice)
 gate()  # a team deployment asks for a login first (docs/SECURITY.md); local use goes straight in
 

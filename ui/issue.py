@@ -21,5 +21,5 @@ def copy_as_issue(rep: dict[str, Any], mask_identity: bool = False, key: str = "
         st.caption(T("ui.issue.help", chars=f"{len(body):,}"))
         st.code(body, language="markdown", wrap_lines=True, height=320)
         stamp = str(rep.get("session_id") or "report")[:8]
-        st.download_button(T("ui.issue.download"), data=body, file_name=f"gpu-doctor-issue-{stamp}.md",
+        st.download_button(T("ui.issue.download"), data=lambda: body, file_name=f"gpu-doctor-issue-{stamp}.md",
                            mime="text/markdown", icon=":material/download:", key=f"{key}_dl")

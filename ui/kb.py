@@ -87,7 +87,7 @@ def show_entry(eid: str) -> None:
     c1, c2 = st.columns(2)
     if c1.button(T("ui.kb.edit_copy"), icon=":material/edit_note:", key="edit"):
         _edit(src)
-    c2.download_button(T("ui.kb.download_yaml"), icon=":material/download:", data=src, file_name=f"{e.id}.yaml", mime="application/x-yaml",
+    c2.download_button(T("ui.kb.download_yaml"), icon=":material/download:", data=lambda: src, file_name=f"{e.id}.yaml", mime="application/x-yaml",
                        key="download")
 
 

@@ -163,7 +163,7 @@ with right:
         failing = sum(not c["ok"] for c in v.cases)
         if failing:
             blocked.append(T("ui.kb_editor.blocked_cases", count=failing))
-    st.download_button(T("ui.kb.download_yaml"), icon=":material/download:", data=(text or "").encode("utf-8"),
+    st.download_button(T("ui.kb.download_yaml"), icon=":material/download:", data=lambda: (text or "").encode("utf-8"),
                        file_name=f"{kbtools.guess_id(text or '')}.yaml", mime="application/x-yaml",
                        disabled=bool(blocked), key="download_yaml", help=T("ui.kb_editor.how_to_submit"))
     if blocked:
