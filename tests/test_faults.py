@@ -756,7 +756,9 @@ def _run_tool_in_child(box: Sandbox, tool: Path, timeout: float) -> tuple[dict, 
     """run_tool as a probe child calls it (in a child, with the runner's marker), its result as JSON."""
     code = ("import json, sys, resource\nfrom diagnostics.probes.base import run_tool\n"
             f"rc, so, se, prob = run_tool([{str(tool)!r}], timeout={timeout})\n"
-            "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
+            # VmHWM belongs to this process's own memory map; ru_maxrss would carry over the (large) high-water
+            # mark of the pytest process that forked it, since Linux keeps it across execve
+            "peak = [int(l.split()[1]) * 1024 for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
             "print(json.dumps({'rc': rc, 'out': so[:200], 'out_len': len(so), 'prob': prob, 'peak': peak}))\n")
     t0 = time.monotonic()
     res = run_child([sys.executable, "-c", code], timeout=timeout + 30, cwd=str(ROOT),
