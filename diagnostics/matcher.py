@@ -17,6 +17,7 @@ import re2
 
 from .kb import SEVERITY_RANK, Cond, Entry, KnowledgeBase, parse_version, select_variant
 from .textnorm import clean_log, joined_wraps
+from .textnorm import pieces as _chunks  # ~1 MiB pieces cut at line ends
 
 __all__ = ["Matcher", "LogScan", "clean_log", "rank", "evaluate", "evaluate_entry", "run_entry_tests"]
 
@@ -51,22 +52,6 @@ def _excerpt(text: str, start: int, end: int) -> tuple[int, str]:
         a = max(0, rel - MAX_EXCERPT // 4)
         line = ("…" if a else "") + line[a:a + MAX_EXCERPT] + "…"
     return text.count("\n", 0, start) + 1, line.strip()
-
-
-CHUNK = 1 << 20
-
-
-def _chunks(text: str):
-    """~1 MiB pieces cut at line ends (a line longer than that is cut where it must be)."""
-    start, n = 0, len(text)
-    while start < n:
-        end = min(n, start + CHUNK)
-        if end < n:
-            nl = text.rfind("\n", start, end)
-            if nl > start:
-                end = nl + 1
-        yield text[start:end]
-        start = end
 
 
 class LogScan:

@@ -112,7 +112,8 @@ def strip_prefixes(text: str) -> str:
 PIECE = 1 << 20   # large texts are normalised in pieces of about 1 MiB cut at line ends (bounded temporaries)
 
 
-def _pieces(text: str):
+def pieces(text: str):
+    """~1 MiB pieces of *text* cut at line ends (a line longer than that is cut where it must be)."""
     start, n = 0, len(text)
     while start < n:
         end = min(n, start + PIECE)
@@ -127,7 +128,7 @@ def _pieces(text: str):
 def clean_log(text: str) -> str:
     """Normalise pasted text for the log scan (one linear pass per step, piece by piece for a large text)."""
     if len(text) > PIECE:
-        return "".join(_clean(p) for p in _pieces(text))
+        return "".join(_clean(p) for p in pieces(text))
     return _clean(text)
 
 
@@ -186,7 +187,7 @@ def joined_wraps(text: str, max_chars: int | None = None) -> tuple[str, list[int
         return _joined_wraps(text, max_chars)
     out, starts, base, total = [], [], 0, 0
     limit = 2 * len(text) if max_chars is None else max_chars
-    for piece in _pieces(text):
+    for piece in pieces(text):
         app, st = _joined_wraps(piece, limit - total)
         if app:
             out.append(app)
