@@ -93,3 +93,17 @@ def load_line(g: dict[str, Any]) -> str:
     mem = (f"{g['used'] / 2**30:.1f} of {g['total'] / 2**30:.1f} GiB in use" if g.get("used") is not None and g.get("total")
            else "memory in use unknown")
     return f"GPU {g.get('index')}: {busy}, {mem} (before the test generation)"
+
+
+
+def emit_processes(out: Any, facts: dict[str, Any], listed: bool, text: str, log_name: str, source: str,
+                   idle: str) -> None:
+    """Report the process facts, the tool's output (*listed*: it named any process) and one evidence line for
+    each of the first five other processes; *idle* says what a process without a memory figure is doing."""
+    out.facts(facts)
+    if listed:
+        out.log(log_name, text)
+    for tok in facts["gpu.processes"][:5]:
+        pid, name, mem = tok.split(":", 2)
+        out.evidence(source, f"process {pid} ({name}) holds {int(mem) / 2**30:.1f} GiB of GPU memory" if mem
+                     else f"process {pid} ({name}) {idle}")

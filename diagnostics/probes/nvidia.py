@@ -57,7 +57,7 @@ def _others(exe: str, out: Emitter) -> str:
     """Processes and load; returns a short summary for the probe board ('' when nothing to say)."""
     from ..parsers import nvidia_smi
     from ..parsers.base import process_facts
-    from .gpuprocs import load_facts, load_line, other_fraction, own_pids_checker
+    from .gpuprocs import emit_processes, load_facts, load_line, other_fraction, own_pids_checker
 
     own = own_pids_checker()
     out.stage("nvidia-smi --query-gpu")
@@ -91,13 +91,7 @@ def _others(exe: str, out: Emitter) -> str:
         frac = other_fraction(procs, gpus, own)
         if frac is not None:
             facts["gpu.other_process_mem_fraction"] = frac
-    out.facts(facts)
-    if procs:
-        out.log("nvidia-smi compute apps", so)
-    for tok in facts["gpu.processes"][:5]:
-        pid, name, mem = tok.split(":", 2)
-        out.evidence("nvidia-smi", f"process {pid} ({name}) holds {int(mem) / 2**30:.1f} GiB of GPU memory"
-                     if mem else f"process {pid} ({name}) is on the GPU")
+    emit_processes(out, facts, bool(procs), so, "nvidia-smi compute apps", "nvidia-smi", "is on the GPU")
     n = facts["gpu.other_process_count"]
     busy = load.get("gpu.busy_percent")
     parts = []

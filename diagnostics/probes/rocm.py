@@ -207,7 +207,7 @@ def _others(root: str, prefixes: list[str], out: Emitter) -> None:
     import time
 
     from ..parsers.base import process_facts
-    from .gpuprocs import load_facts, load_line, own_pids_checker
+    from .gpuprocs import emit_processes, load_facts, load_line, own_pids_checker
 
     gpus = _sysfs_load(root)
     if not gpus and not os.path.exists(rpath(root, "/dev/kfd")):
@@ -247,13 +247,7 @@ def _others(root: str, prefixes: list[str], out: Emitter) -> None:
     facts = process_facts(procs, own)
     if len(gpus) == 1 and gpus[0].get("total"):
         facts["gpu.other_process_mem_fraction"] = round(facts["gpu.other_process_mem_bytes"] / gpus[0]["total"], 4)
-    out.facts(facts)
-    if procs:
-        out.log("gpu processes", text)
-    for tok in facts["gpu.processes"][:5]:
-        pid, name, mem = tok.split(":", 2)
-        out.evidence("gpu processes", f"process {pid} ({name}) holds {int(mem) / 2**30:.1f} GiB of GPU memory"
-                     if mem else f"process {pid} ({name}) has the GPU open")
+    emit_processes(out, facts, bool(procs), text, "gpu processes", "gpu processes", "has the GPU open")
 
 
 if __name__ == "__main__":

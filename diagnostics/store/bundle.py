@@ -104,6 +104,19 @@ def check_limits(obj: Any, where: str = "bundle") -> None:
                 stack.extend((v, d + 1, f"{p}[{i}]") for i, v in enumerate(o))
 
 
+def _items(report: dict[str, Any], key: str, where: str):
+    """``(index, item)`` of the list *key* of a report, after checking it is a list of objects."""
+    items = report.get(key)
+    if items is None:
+        return
+    if not isinstance(items, list):
+        raise ValueError(f"{where}.{key} must be list, got {type(items).__name__}")
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ValueError(f"{where}.{key}[{i}] must be an object")
+        yield i, item
+
+
 def _validate_basic(report: dict[str, Any], where: str) -> None:
     """The checks every saved report passes: top-level types and the required key of each list item."""
     for key, types in _TOP_SCHEMA.items():
@@ -117,14 +130,7 @@ def _validate_basic(report: dict[str, Any], where: str) -> None:
             raise ValueError(f"{where}.facts has a bad fact name {str(k)[:60]!r}")
     for key, required in (("probes", ("id",)), ("diagnoses", ("id",)), ("logs", ("text",)),
                           ("not_ruled_out", ("id",))):
-        items = report.get(key)
-        if items is None:
-            continue
-        if not isinstance(items, list):
-            raise ValueError(f"{where}.{key} must be list, got {type(items).__name__}")
-        for i, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise ValueError(f"{where}.{key}[{i}] must be an object")
+        for i, item in _items(report, key, where):
             for r in required:
                 if not isinstance(item.get(r), str):
                     raise ValueError(f"{where}.{key}[{i}].{r} must be a string")
@@ -172,14 +178,7 @@ def validate_report(report: Any, *, where: str = "session", strict: bool = False
         if len(k) > 255:
             raise ValueError(f"{where}.facts has a bad fact name {str(k)[:60]!r}")
     for key, schema in _ITEM_SCHEMA.items():
-        items = report.get(key)
-        if items is None:
-            continue
-        if not isinstance(items, list):
-            raise ValueError(f"{where}.{key} must be list, got {type(items).__name__}")
-        for i, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise ValueError(f"{where}.{key}[{i}] must be an object")
+        for i, item in _items(report, key, where):
             for f, types in schema.items():
                 if f in item or types[-1] is not type(None):
                     v = item.get(f)
