@@ -108,11 +108,10 @@ class HeldoutItem:
 
 def heldout_items(heldout: Path = HELDOUT) -> list[HeldoutItem]:
     items: list[HeldoutItem] = []
-    for p in sorted((heldout / "logs").glob("*.yaml")):
+    for p in sorted(heldout.glob("**/logs/*.yaml")):  # batch 1 (logs/) and later batches (batch2/logs/)
         data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
         items.append(HeldoutItem(p.stem, "log", str(data.get("source", "")), str(data.get("log", ""))))
-    sym = heldout / "symptoms.yaml"
-    if sym.is_file():
+    for sym in sorted(heldout.glob("**/symptoms.yaml")):
         data = yaml.safe_load(sym.read_text(encoding="utf-8")) or {}
         for s in data.get("symptoms", []):
             items.append(HeldoutItem(str(s.get("id")), "symptom", str(s.get("source", "")), str(s.get("text", ""))))

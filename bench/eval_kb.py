@@ -45,6 +45,11 @@ CASES_DIR = TUNING_DIR  # the name older callers use
 HELDOUT_DIR = EVAL_DIR / "heldout"
 HELDOUT_LOGS = HELDOUT_DIR / "logs"
 HELDOUT_SYMPTOMS = HELDOUT_DIR / "symptoms.yaml"
+# batch 2: collected and frozen 2026-12-01 before that round's KB/matcher changes; reported on its own and combined
+HELDOUT2_DIR = HELDOUT_DIR / "batch2"
+HELDOUT2_LOGS = HELDOUT2_DIR / "logs"
+HELDOUT2_SYMPTOMS = HELDOUT2_DIR / "symptoms.yaml"
+HELDOUT2_FROZEN = "2026-12-01"
 BASELINE = ROOT / "bench" / "eval_baseline.json"
 REPORT = ROOT / "docs" / "EVALUATION.md"
 ALARM_SEVERITIES = {"error", "critical"}
@@ -222,8 +227,24 @@ def load_cases(directory: Path = TUNING_DIR, run: str | None = None) -> list[Cas
     return cases
 
 
-def load_heldout_cases(run: str | None = None) -> list[Case]:
-    return load_cases(HELDOUT_LOGS, run)
+def load_heldout_cases(run: str | None = None, batch: int | None = None) -> list[Case]:
+    """Held-out logs: batch 1, batch 2, or (batch None) both."""
+    cases: list[Case] = []
+    if batch in (None, 1):
+        cases += load_cases(HELDOUT_LOGS, run)
+    if batch in (None, 2) and HELDOUT2_LOGS.is_dir():
+        cases += load_cases(HELDOUT2_LOGS, run)
+    return cases
+
+
+def load_heldout_symptoms(run: str | None = None, batch: int | None = None) -> list[Symptom]:
+    """Held-out descriptions: batch 1, batch 2, or (batch None) both."""
+    out: list[Symptom] = []
+    if batch in (None, 1):
+        out += load_symptoms(HELDOUT_SYMPTOMS, run)
+    if batch in (None, 2) and HELDOUT2_SYMPTOMS.is_file():
+        out += load_symptoms(HELDOUT2_SYMPTOMS, run)
+    return out
 
 
 def load_symptoms(path: Path = HELDOUT_SYMPTOMS, run: str | None = None) -> list[Symptom]:
@@ -515,6 +536,14 @@ def markdown_report(results: dict[str, Any]) -> str:
     ]
     hl, hs, tl = results.get("heldout_logs"), results.get("heldout_symptoms"), results.get("tuning_logs")
     out += ["## Held-out", ""]
+    h2l, h2s = results.get("heldout2_logs"), results.get("heldout2_symptoms")
+    if h2l or h2s:
+        out += [f"### Batch 2 (frozen {HELDOUT2_FROZEN}), on its own", ""]
+        if h2l:
+            out += ["Pasted logs:", ""] + _log_figures(summarize(h2l), HELDOUT_TARGET, "target (issue 14)") + [""]
+        if h2s:
+            out += ["Symptoms in words:", ""] + _symptom_figures(summarize_symptoms(h2s)) + [""]
+        out += ["### Batches 1 and 2 combined", ""]
     if hl:
         s = summarize(hl)
         out += ["### Pasted logs", ""] + _log_figures(s, HELDOUT_TARGET, "target (issue 14)") + [""]
@@ -579,10 +608,10 @@ def _print_logs(title: str, outcomes: list[Outcome]) -> None:
     print()
 
 
-def _print_symptoms(outcomes: list[SymptomOutcome]) -> None:
+def _print_symptoms(outcomes: list[SymptomOutcome], title: str = "held-out descriptions") -> None:
     s = summarize_symptoms(outcomes)
     zh, en = s["by_lang"]["zh"], s["by_lang"]["en"]
-    print(f"== held-out descriptions: {s['n']} (zh {zh['n']}, en {en['n']})")
+    print(f"== {title}: {s['n']} (zh {zh['n']}, en {en['n']})")
     print(f"   top-1: {s['top1']:.3f} (zh {zh['top1']:.3f}, en {en['top1']:.3f})   "
           f"top-3: {s['top3']:.3f} (zh {zh['top3']:.3f}, en {en['top3']:.3f})   no answer: {s['nothing']}   "
           f"service errors: {s['errors']}")
@@ -606,17 +635,24 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     if args.split in ("all", "heldout"):
         results["heldout_logs"] = evaluate(load_heldout_cases(args.run))
-        results["heldout_symptoms"] = evaluate_symptoms(load_symptoms(run=args.run))
+        results["heldout_symptoms"] = evaluate_symptoms(load_heldout_symptoms(args.run))
+        # batch 2 on its own: the same outcomes, selected by folder (no second run of the service)
+        results["heldout2_logs"] = [o for o in results["heldout_logs"] if HELDOUT2_DIR in o.case.path.parents]
+        b2 = {s.id for s in load_heldout_symptoms(args.run, batch=2)}
+        results["heldout2_symptoms"] = [o for o in results["heldout_symptoms"] if o.symptom.id in b2]
     if args.split in ("all", "tuning"):
         results["tuning_logs"] = evaluate(load_cases(TUNING_DIR, args.run))
 
-    summary = {k: (summarize_symptoms(v) if k == "heldout_symptoms" else summarize(v)) for k, v in results.items()}
+    summary = {k: (summarize_symptoms(v) if k.endswith("_symptoms") else summarize(v)) for k, v in results.items()}
     if args.json:
         print(json.dumps(summary, indent=2, ensure_ascii=False))
     else:
+        if "heldout2_logs" in results:
+            _print_logs(f"held-out batch 2 (frozen {HELDOUT2_FROZEN}) logs", results["heldout2_logs"])
+            _print_symptoms(results["heldout2_symptoms"], f"held-out batch 2 (frozen {HELDOUT2_FROZEN}) descriptions")
         if "heldout_logs" in results:
-            _print_logs("held-out logs", results["heldout_logs"])
-            _print_symptoms(results["heldout_symptoms"])
+            _print_logs("held-out logs (batches 1+2)", results["heldout_logs"])
+            _print_symptoms(results["heldout_symptoms"], "held-out descriptions (batches 1+2)")
         if "tuning_logs" in results:
             _print_logs("tuning logs", results["tuning_logs"])
     full = args.split == "all" and not args.run
