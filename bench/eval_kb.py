@@ -45,6 +45,7 @@ CASES_DIR = TUNING_DIR  # the name older callers use
 HELDOUT_DIR = EVAL_DIR / "heldout"
 HELDOUT_LOGS = HELDOUT_DIR / "logs"
 HELDOUT_SYMPTOMS = HELDOUT_DIR / "symptoms.yaml"
+TUNING_SYMPTOMS = EVAL_DIR / "tuning-symptoms.yaml"   # descriptions anyone may tune on (issue 14)
 BASELINE = ROOT / "bench" / "eval_baseline.json"
 REPORT = ROOT / "docs" / "EVALUATION.md"
 ALARM_SEVERITIES = {"error", "critical"}
@@ -579,10 +580,10 @@ def _print_logs(title: str, outcomes: list[Outcome]) -> None:
     print()
 
 
-def _print_symptoms(outcomes: list[SymptomOutcome]) -> None:
+def _print_symptoms(outcomes: list[SymptomOutcome], title: str = "held-out descriptions") -> None:
     s = summarize_symptoms(outcomes)
     zh, en = s["by_lang"]["zh"], s["by_lang"]["en"]
-    print(f"== held-out descriptions: {s['n']} (zh {zh['n']}, en {en['n']})")
+    print(f"== {title}: {s['n']} (zh {zh['n']}, en {en['n']})")
     print(f"   top-1: {s['top1']:.3f} (zh {zh['top1']:.3f}, en {en['top1']:.3f})   "
           f"top-3: {s['top3']:.3f} (zh {zh['top3']:.3f}, en {en['top3']:.3f})   no answer: {s['nothing']}   "
           f"service errors: {s['errors']}")
@@ -609,8 +610,10 @@ def main(argv: list[str] | None = None) -> int:
         results["heldout_symptoms"] = evaluate_symptoms(load_symptoms(run=args.run))
     if args.split in ("all", "tuning"):
         results["tuning_logs"] = evaluate(load_cases(TUNING_DIR, args.run))
+        if TUNING_SYMPTOMS.exists():
+            results["tuning_symptoms"] = evaluate_symptoms(load_symptoms(TUNING_SYMPTOMS, run=args.run))
 
-    summary = {k: (summarize_symptoms(v) if k == "heldout_symptoms" else summarize(v)) for k, v in results.items()}
+    summary = {k: (summarize_symptoms(v) if k.endswith("_symptoms") else summarize(v)) for k, v in results.items()}
     if args.json:
         print(json.dumps(summary, indent=2, ensure_ascii=False))
     else:
@@ -619,6 +622,8 @@ def main(argv: list[str] | None = None) -> int:
             _print_symptoms(results["heldout_symptoms"])
         if "tuning_logs" in results:
             _print_logs("tuning logs", results["tuning_logs"])
+        if "tuning_symptoms" in results:
+            _print_symptoms(results["tuning_symptoms"], "tuning descriptions")
     full = args.split == "all" and not args.run
     if args.record_baseline:
         if not full:
