@@ -108,17 +108,26 @@ _LOCALIZED = {
     "找不到指定的模块": "The specified module could not be found",
     "动态链接库(DLL)初始化例程失败": "A dynamic link library (DLL) initialization routine failed",
     "页面文件太小,无法完成操作": "The paging file is too small for this operation to complete",
+    # the same glibc/bash messages in the other locales people paste from most (ja_JP, de_DE, ru_RU)
+    "許可がありません": "Permission denied", "そのようなファイルやディレクトリはありません": "No such file or directory",
+    "Speicherzugriffsfehler": "Segmentation fault", " (Speicherabzug geschrieben)": " (core dumped)",
+    "Keine Berechtigung": "Permission denied", "Datei oder Verzeichnis nicht gefunden": "No such file or directory",
+    "Ошибка сегментирования": "Segmentation fault", " (стек памяти сброшен на диск)": " (core dumped)",
+    "Отказано в доступе": "Permission denied", "Нет такого файла или каталога": "No such file or directory",
 }
-_LOCALIZED_AT_END = {"已放弃": "Aborted", "已中止": "Aborted", "已杀死": "Killed"}
+_LOCALIZED_AT_END = {"已放弃": "Aborted", "已中止": "Aborted", "已杀死": "Killed", "Abgebrochen": "Aborted",
+                     "Getötet": "Killed", "Аварийный останов": "Aborted", "Убито": "Killed"}
 _LOCALIZED_RE = re.compile(
     "|".join(re.escape(k) for k in sorted(_LOCALIZED, key=len, reverse=True))
     + "|(?:" + "|".join(re.escape(k) for k in sorted(_LOCALIZED_AT_END, key=len, reverse=True))
-    + r")(?= ?\((?:核心已转储|コアダンプ|core dumped)\)|[ 	]*$)", re.M)
+    + r")(?= ?\((?:核心已转储|コアダンプ|core dumped|Speicherabzug geschrieben|стек памяти сброшен на диск)\)|[ \t]*$)", re.M)
+
+_ASCII_HINTS = ("Speicher", "Keine Berechtigung", "Datei oder Verzeichnis", "Abgebrochen")   # the all-ASCII keys
 
 
 def c_locale_words(text: str) -> str:
-    """Localised system messages (glibc, bash, Windows in zh_CN / ja_JP) as the C locale prints them."""
-    if text.isascii():
+    """Localised system messages (glibc, bash, Windows in zh_CN, ja_JP, de_DE, ru_RU) as the C locale prints them."""
+    if text.isascii() and not any(k in text for k in _ASCII_HINTS):
         return text
     return _LOCALIZED_RE.sub(lambda m: _LOCALIZED.get(m.group(0)) or _LOCALIZED_AT_END[m.group(0)], text)
 

@@ -91,6 +91,11 @@ def test_system_messages_in_a_chinese_or_japanese_locale_read_as_the_c_locale(ma
     assert c_locale_words("我已放弃了这个方案，任务中止") == "我已放弃了这个方案，任务中止"
     assert c_locale_words("已放弃 (核心已转储)") == "Aborted (core dumped)"
     assert c_locale_words("plain ascii stays") == "plain ascii stays"
+    # de_DE and ru_RU, ASCII-only German included
+    assert c_locale_words("Speicherzugriffsfehler (Speicherabzug geschrieben)") == "Segmentation fault (core dumped)"
+    assert c_locale_words("Unable to open /dev/kfd read-write: Keine Berechtigung").endswith("Permission denied")
+    assert c_locale_words("Das wurde Abgebrochen, weil") == "Das wurde Abgebrochen, weil"
+    assert c_locale_words("Ошибка сегментирования (стек памяти сброшен на диск)") == "Segmentation fault (core dumped)"
     # the KB's English signatures then find them
     assert first(matcher, NO_BINARY + "\n已放弃 (核心已转储)")[0] == "hip-no-binary-for-gpu"
     assert first(matcher, "Unable to open /dev/kfd read-write: 权限不够")[0] == "user-not-in-render-video-group"
