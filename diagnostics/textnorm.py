@@ -12,6 +12,8 @@ the wrapped-line appendix is bounded by the size of the text.
   kernel: ``, the kernel's ``[  123.456789] ``, docker/k8s ``2024-05-01T12:00:00.123456789Z [stdout F] ``,
   Python-logging / Windows ``2024-05-01 12:00:00,123 `` timestamps, ``>>> ``/``$ `` prompts, ``> `` quotes)
   removed, so a signature anchored at the start of the tool's line still matches.
+* :func:`html_text` (part of :func:`clean_log`) - a paste taken from a page's HTML: entities (``&quot;``, ``&apos;``)
+  decoded, inline formatting tags (``<b>``, ``<code>``) dropped, ``<br>`` as a line break.
 * :func:`c_locale_words` (part of :func:`clean_log`) - system messages printed in a Chinese or Japanese locale
   (``段错误 (核心已转储)``, ``权限不够``, ``已杀死``, Windows' ``找不到指定的模块``) back to the C-locale words
   (``Segmentation fault (core dumped)``, ``Permission denied``, ``Killed``, ...) the KB's signatures use.
@@ -21,6 +23,7 @@ the wrapped-line appendix is bounded by the size of the text.
 """
 from __future__ import annotations
 
+import html
 import re
 from collections import Counter
 
@@ -122,6 +125,22 @@ _LOCALIZED_RE = re.compile(
     + "|(?:" + "|".join(re.escape(k) for k in sorted(_LOCALIZED_AT_END, key=len, reverse=True))
     + r")(?= ?\((?:核心已转储|コアダンプ|core dumped|Speicherabzug geschrieben|стек памяти сброшен на диск)\)|[ \t]*$)", re.M)
 
+# A paste copied from a web page's HTML (a mail archive, a forum's source view) keeps entities and inline tags:
+# "&quot;hipErrorNoBinaryForGpu...&quot;", "<b>dpkg:</b> error processing package".  Entities are decoded and the
+# inline formatting tags dropped (<br> becomes a line break); "<module>" and "<string>" in tracebacks are left alone.
+_ENTITY = re.compile(r"&(?:#\d{1,7}|#x[0-9a-fA-F]{1,6}|quot|apos|amp|lt|gt|nbsp);")
+_HTML_TAG = re.compile(r"</?(?:b|i|u|em|strong|code|tt|kbd|pre|span|div|p|font|samp)(?:\s[^<>\n]{0,200})?>|<br\s{0,3}/?>", re.I)
+
+
+def html_text(text: str) -> str:
+    """Entities decoded and inline formatting tags removed, only when the text shows them (linear)."""
+    if "&" in text and _ENTITY.search(text):
+        text = html.unescape(text)
+    if "<" in text and _HTML_TAG.search(text):
+        text = _HTML_TAG.sub(lambda m: "\n" if m.group(0)[1:3].lower() == "br" else "", text)
+    return text
+
+
 _ASCII_HINTS = ("Speicher", "Keine Berechtigung", "Datei oder Verzeichnis", "Abgebrochen")   # the all-ASCII keys
 
 
@@ -182,6 +201,7 @@ def _clean(text: str) -> str:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if _CONTROLS.search(text):
         text = _CONTROLS.sub("", text)
+    text = html_text(text)
     text = fold_punctuation(text)
     text = c_locale_words(text)
     text = strip_prefixes(text)

@@ -104,6 +104,19 @@ def test_system_messages_in_a_chinese_or_japanese_locale_read_as_the_c_locale(ma
         "host-ram-oom-killed"
 
 
+def test_a_paste_from_a_pages_html_keeps_its_signature(matcher):
+    # ROCm/legacy-rocm-build#4164 was pasted with &apos; and <b>dpkg:</b> left in
+    text = ("ERROR: Cannot create report: [Errno 17] File exists: &apos;/var/crash/amdgpu-dkms.0.crash&apos;\n"
+            "Error! Bad return status for module build on kernel: 6.8.0-49-generic (x86_64)\n"
+            "<b>dpkg:</b> error processing package amdgpu-dkms (--configure):")
+    assert clean_log(text).splitlines()[2] == "dpkg: error processing package amdgpu-dkms (--configure):"
+    assert "amdgpu-dkms-build-failure" in first(matcher, text)
+    assert clean_log('docker: could not select device driver &quot;&quot; with capabilities: [[gpu]].') == \
+        'docker: could not select device driver "" with capabilities: [[gpu]].'
+    # a traceback's <module> and <string> are not HTML
+    assert clean_log('File "<string>", line 1, in <module>') == 'File "<string>", line 1, in <module>'
+
+
 def test_carriage_return_progress_bars_keep_the_error(matcher):
     text = "Loading:  10%|#         |\r Loading:  50%|#####     |\rRuntimeError: HIP out of memory. Tried to allocate\r\n"
     assert "hip-out-of-memory" in first(matcher, text)
