@@ -536,6 +536,10 @@ def markdown_report(results: dict[str, Any]) -> str:
     if tl:
         out += ["## Tuning", ""] + _log_figures(summarize(tl), TUNING_BAR, "bar (issue 4)", top3_bar_on_any=True) + [
             "", "### Tuning misses", "", "```", miss_table(tl).rstrip(), "```", ""]
+    ts = results.get("tuning_symptoms")
+    if ts:
+        out += ["### Tuning descriptions (`tests/eval/tuning-symptoms.yaml`)", ""] + \
+            _symptom_figures(summarize_symptoms(ts)) + ["", "```", symptom_miss_table(ts).rstrip(), "```", ""]
     out += ["## How each split was collected", "", COLLECTION, "## Protocol", "", PROTOCOL,
             "## What the figures mean", "",
             "- **top-1**: the expected id is the first *confirmed* diagnosis (the service's own ranking, benign",
