@@ -50,6 +50,7 @@ HELDOUT2_DIR = HELDOUT_DIR / "batch2"
 HELDOUT2_LOGS = HELDOUT2_DIR / "logs"
 HELDOUT2_SYMPTOMS = HELDOUT2_DIR / "symptoms.yaml"
 HELDOUT2_FROZEN = "2026-12-01"
+TUNING_SYMPTOMS = EVAL_DIR / "tuning-symptoms.yaml"   # descriptions anyone may tune on (issue 14)
 BASELINE = ROOT / "bench" / "eval_baseline.json"
 REPORT = ROOT / "docs" / "EVALUATION.md"
 ALARM_SEVERITIES = {"error", "critical"}
@@ -564,6 +565,10 @@ def markdown_report(results: dict[str, Any]) -> str:
     if tl:
         out += ["## Tuning", ""] + _log_figures(summarize(tl), TUNING_BAR, "bar (issue 4)", top3_bar_on_any=True) + [
             "", "### Tuning misses", "", "```", miss_table(tl).rstrip(), "```", ""]
+    ts = results.get("tuning_symptoms")
+    if ts:
+        out += ["### Tuning descriptions (`tests/eval/tuning-symptoms.yaml`)", ""] + \
+            _symptom_figures(summarize_symptoms(ts)) + ["", "```", symptom_miss_table(ts).rstrip(), "```", ""]
     out += ["## How each split was collected", "", COLLECTION, "## Protocol", "", PROTOCOL,
             "## What the figures mean", "",
             "- **top-1**: the expected id is the first *confirmed* diagnosis (the service's own ranking, benign",
@@ -642,6 +647,8 @@ def main(argv: list[str] | None = None) -> int:
         results["heldout2_symptoms"] = [o for o in results["heldout_symptoms"] if o.symptom.id in b2]
     if args.split in ("all", "tuning"):
         results["tuning_logs"] = evaluate(load_cases(TUNING_DIR, args.run))
+        if TUNING_SYMPTOMS.exists():
+            results["tuning_symptoms"] = evaluate_symptoms(load_symptoms(TUNING_SYMPTOMS, run=args.run))
 
     summary = {k: (summarize_symptoms(v) if k.endswith("_symptoms") else summarize(v)) for k, v in results.items()}
     if args.json:
@@ -655,6 +662,8 @@ def main(argv: list[str] | None = None) -> int:
             _print_symptoms(results["heldout_symptoms"], "held-out descriptions (batches 1+2)")
         if "tuning_logs" in results:
             _print_logs("tuning logs", results["tuning_logs"])
+        if "tuning_symptoms" in results:
+            _print_symptoms(results["tuning_symptoms"], "tuning descriptions")
     full = args.split == "all" and not args.run
     if args.record_baseline:
         if not full:

@@ -3,7 +3,7 @@
 Pasted logs are matched by the KB's own patterns (diagnostics/matcher.py): that is a *confirmed* finding.  People
 also *describe* what they see ("显存不足", "生成非常慢", "torch.cuda.is_available() 返回 False", "GPU is not
 detected"), and some logs carry no known signature.  For those this module gives *ranked guesses*: BM25
-(the ``rank-bm25`` library, Okapi BM25) over one document per KB entry - its title, symptoms, cause, fix, Chinese
+(the ``rank-bm25`` library, Okapi BM25) over one document per KB entry - its title, symptoms, cause, Chinese
 translation, the logs of its firing test cases and the phrases of the symptom vocabulary that name it
 (``diagnostics/i18n/symptoms.yaml``).  Nothing here scores by hand: the vocabulary only *normalises* words before
 BM25 sees them -
@@ -11,8 +11,11 @@ BM25 sees them -
 * NFKC (full-width -> half-width), case folding, common traditional characters -> simplified;
 * synonyms and spellings to one token each (utilisation/utilization/占用率 -> ``util``; VRAM/显存/video memory ->
   ``vram``; OOM/out of memory/显存不足 -> ``oom``; ...), ASCII variants as whole words;
-* English words stemmed (Snowball, the ``snowballstemmer`` library), a few stop words dropped;
-* Chinese as overlapping character pairs (the bigram indexing of Lucene's CJKAnalyzer): no dictionary to load,
+* English words stemmed (Snowball, the ``snowballstemmer`` library), a few stop words dropped, bare numbers dropped
+  (versions and sizes say nothing about the cause), a short snake_case identifier also read as its parts
+  (``TensileLibrary_lazy_gfx1031`` -> tensilelibrary, lazy, gfx1031);
+* Chinese as overlapping character pairs (the bigram indexing of Lucene's CJKAnalyzer), except pairs with a function
+  character of the vocabulary (的, 了, 都, ...: a pair across two words is noise): no dictionary to load,
   and technical compounds a general-purpose segmenter does not know (显存, 核显, 爆显存) are still found.
 
 A guess needs at least one informative word: a description that only names a tool ("ollama"), only says that
@@ -148,6 +151,7 @@ class Lexicon:
     generic: frozenset[str] = frozenset()  # tokens that alone suggest nothing
     stopwords: frozenset[str] = frozenset()  # filler words, dropped
     excluded: frozenset[str] = frozenset()  # kb ids never guessed from words (not_from_description)
+    function_chars: frozenset[str] = frozenset()  # Chinese function characters: no pair is built across them
     _set: Any = None
 
     def compile(self) -> "Lexicon":
@@ -240,8 +244,11 @@ def build_lexicon(data: dict[str, Any]) -> Lexicon:
     generic = frozenset(str(x) for x in data.get("generic") or [])
     stop = frozenset(normalize(str(x)) for x in data.get("stopwords") or [])
     excluded = frozenset(str(x) for x in data.get("not_from_description") or [])
+    fchars = str(data.get("function_chars") or "")
+    if any(not _HAN.match(c) for c in fchars):
+        raise ValueError("symptom lexicon: function_chars must be Chinese characters only")
     return Lexicon(phrases, patterns, weights, frozenset(topics), frozenset(weak), tuple(synonyms), generic=generic,
-                   stopwords=stop, excluded=excluded).compile()
+                   stopwords=stop, excluded=excluded, function_chars=frozenset(fchars)).compile()
 
 
 @lru_cache(maxsize=4)
@@ -273,6 +280,7 @@ class Tokenizer:
 
     def __init__(self, lex: Lexicon):
         self.generic = lex.generic
+        self.function_chars = lex.function_chars
         self.token_of: dict[str, list[str]] = {}
         for tok, variants in lex.synonyms:
             for v in variants:
@@ -303,12 +311,20 @@ class Tokenizer:
                 surf = syn[int(w[1:])][1]
                 out.extend((tok, surf) for tok in self.token_of.get(surf, ()))
             elif _HAN.match(w):
+                fc = self.function_chars
                 if len(w) == 1:
-                    out.append((w, w))
+                    if w not in fc:
+                        out.append((w, w))
                 else:
-                    out.extend((w[i:i + 2], w[i:i + 2]) for i in range(len(w) - 1))
-            elif w not in _STOP and (len(w) > 1 or w.isdigit()):
+                    # a pair with a function character (的, 了, 都, ...) spans two words or is grammar: noise
+                    out.extend((w[i:i + 2], w[i:i + 2]) for i in range(len(w) - 1)
+                               if w[i] not in fc and w[i + 1] not in fc)
+            elif w not in _STOP and len(w) > 1 and not w.isdigit():   # numbers are versions and sizes
                 out.append((_STEM.stemWord(w), w))
+                if 0 < w.strip("_").count("_") <= 3:   # (a long snake_case run is a path or a build tag, not a name)
+                    # an identifier (TensileLibrary_lazy_gfx1031, hipErrorNoBinaryForGpu_x): its parts count too
+                    out.extend((_STEM.stemWord(p), p) for p in w.split("_")
+                               if len(p) > 1 and not p.isdigit() and p not in _STOP)
         return out
 
 
@@ -378,7 +394,9 @@ class Retriever:
 
 
 def _entry_text(e: Any) -> list[str]:
-    parts = [e.title, e.title, e.symptoms, e.cause, e.fix]
+    # what the user sees and why; not the fix: people describe what happens, not what to run (the fix's
+    # commands and package names drew descriptions towards unrelated entries)
+    parts = [e.title, e.title, e.symptoms, e.cause]
     zh = (getattr(e, "translations", None) or {}).get("zh") or {}
     parts += [zh.get("title", ""), zh.get("title", ""), zh.get("symptoms", ""), zh.get("cause", "")]
     parts += [t.logs for t in getattr(e, "tests", []) if t.expect == "fire" and t.logs]

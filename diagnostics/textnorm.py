@@ -12,12 +12,18 @@ the wrapped-line appendix is bounded by the size of the text.
   kernel: ``, the kernel's ``[  123.456789] ``, docker/k8s ``2024-05-01T12:00:00.123456789Z [stdout F] ``,
   Python-logging / Windows ``2024-05-01 12:00:00,123 `` timestamps, ``>>> ``/``$ `` prompts, ``> `` quotes)
   removed, so a signature anchored at the start of the tool's line still matches.
+* :func:`html_text` (part of :func:`clean_log`) - a paste taken from a page's HTML: entities (``&quot;``, ``&apos;``)
+  decoded, inline formatting tags (``<b>``, ``<code>``) dropped, ``<br>`` as a line break.
+* :func:`c_locale_words` (part of :func:`clean_log`) - system messages printed in a Chinese or Japanese locale
+  (``段错误 (核心已转储)``, ``权限不够``, ``已杀死``, Windows' ``找不到指定的模块``) back to the C-locale words
+  (``Segmentation fault (core dumped)``, ``Permission denied``, ``Killed``, ...) the KB's signatures use.
 * :func:`joined_wraps` - an appendix of hard-wrapped runs of lines joined back into one line (a long error cut at a
   fixed terminal width, or word-wrapped by a forum or mail client), scanned after the text itself so a signature
   that spans the wrap still matches.
 """
 from __future__ import annotations
 
+import html
 import re
 from collections import Counter
 
@@ -89,6 +95,62 @@ def fold_punctuation(text: str) -> str:
     return text.translate(_FOLD_TABLE)
 
 
+# What the C library, the shell and Windows print in a Chinese (or Japanese) locale, back to the C-locale words the
+# KB's signatures are written in: "段错误 (核心已转储)" is glibc's strsignal(SIGSEGV) plus bash's "(core dumped)" under
+# zh_CN, "权限不够" strerror(EACCES), "已杀死" the shell's report of SIGKILL, "找不到指定的模块" Windows' error 126.
+# Literal phrases only (one alternation, linear); the phrases that are also ordinary words ("已放弃", "已杀死") only
+# where the shell puts them: before "(core dumped)" or at the end of a line.
+_LOCALIZED = {
+    " (核心已转储)": " (core dumped)", "(核心已转储)": " (core dumped)", " (コアダンプ)": " (core dumped)",
+    "(コアダンプ)": " (core dumped)", "中止 (コアダンプ)": "Aborted (core dumped)",
+    "段错误": "Segmentation fault", "セグメンテーション違反です": "Segmentation fault",
+    "总线错误": "Bus error", "非法指令": "Illegal instruction",
+    "权限不够": "Permission denied", "没有那个文件或目录": "No such file or directory",
+    "设备上没有空间": "No space left on device", "无法分配内存": "Cannot allocate memory",
+    "未找到命令": "command not found", "不允许的操作": "Operation not permitted",
+    "找不到指定的模块": "The specified module could not be found",
+    "动态链接库(DLL)初始化例程失败": "A dynamic link library (DLL) initialization routine failed",
+    "页面文件太小,无法完成操作": "The paging file is too small for this operation to complete",
+    # the same glibc/bash messages in the other locales people paste from most (ja_JP, de_DE, ru_RU)
+    "許可がありません": "Permission denied", "そのようなファイルやディレクトリはありません": "No such file or directory",
+    "Speicherzugriffsfehler": "Segmentation fault", " (Speicherabzug geschrieben)": " (core dumped)",
+    "Keine Berechtigung": "Permission denied", "Datei oder Verzeichnis nicht gefunden": "No such file or directory",
+    "Ошибка сегментирования": "Segmentation fault", " (стек памяти сброшен на диск)": " (core dumped)",
+    "Отказано в доступе": "Permission denied", "Нет такого файла или каталога": "No such file or directory",
+}
+_LOCALIZED_AT_END = {"已放弃": "Aborted", "已中止": "Aborted", "已杀死": "Killed", "Abgebrochen": "Aborted",
+                     "Getötet": "Killed", "Аварийный останов": "Aborted", "Убито": "Killed"}
+_LOCALIZED_RE = re.compile(
+    "|".join(re.escape(k) for k in sorted(_LOCALIZED, key=len, reverse=True))
+    + "|(?:" + "|".join(re.escape(k) for k in sorted(_LOCALIZED_AT_END, key=len, reverse=True))
+    + r")(?= ?\((?:核心已转储|コアダンプ|core dumped|Speicherabzug geschrieben|стек памяти сброшен на диск)\)|[ \t]*$)", re.M)
+
+# A paste copied from a web page's HTML (a mail archive, a forum's source view) keeps entities and inline tags:
+# "&quot;hipErrorNoBinaryForGpu...&quot;", "<b>dpkg:</b> error processing package".  Entities are decoded and the
+# inline formatting tags dropped (<br> becomes a line break); "<module>" and "<string>" in tracebacks are left alone.
+_ENTITY = re.compile(r"&(?:#\d{1,7}|#x[0-9a-fA-F]{1,6}|quot|apos|amp|lt|gt|nbsp);")
+_HTML_TAG = re.compile(r"</?(?:b|i|u|em|strong|code|tt|kbd|pre|span|div|p|font|samp)(?:\s[^<>\n]{0,200})?>|<br\s{0,3}/?>", re.I)
+
+
+def html_text(text: str) -> str:
+    """Entities decoded and inline formatting tags removed, only when the text shows them (linear)."""
+    if "&" in text and _ENTITY.search(text):
+        text = html.unescape(text)
+    if "<" in text and _HTML_TAG.search(text):
+        text = _HTML_TAG.sub(lambda m: "\n" if m.group(0)[1:3].lower() == "br" else "", text)
+    return text
+
+
+_ASCII_HINTS = ("Speicher", "Keine Berechtigung", "Datei oder Verzeichnis", "Abgebrochen")   # the all-ASCII keys
+
+
+def c_locale_words(text: str) -> str:
+    """Localised system messages (glibc, bash, Windows in zh_CN, ja_JP, de_DE, ru_RU) as the C locale prints them."""
+    if text.isascii() and not any(k in text for k in _ASCII_HINTS):
+        return text
+    return _LOCALIZED_RE.sub(lambda m: _LOCALIZED.get(m.group(0)) or _LOCALIZED_AT_END[m.group(0)], text)
+
+
 _FIRST = frozenset("0123456789[>.(PJFMASOND")   # what a prefix can start with (prompts are found by "$ ")
 
 
@@ -139,7 +201,9 @@ def _clean(text: str) -> str:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if _CONTROLS.search(text):
         text = _CONTROLS.sub("", text)
+    text = html_text(text)
     text = fold_punctuation(text)
+    text = c_locale_words(text)
     text = strip_prefixes(text)
     try:
         text.encode("utf-8")

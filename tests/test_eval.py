@@ -216,3 +216,27 @@ def test_heldout_negatives_raise_no_new_error_level_diagnosis(heldout_outcomes):
     now = {o.case.path.name: o.alarms for o in heldout_outcomes if o.case.negative and o.alarms}
     new = {k: v for k, v in now.items() if k not in alarmed_then}
     assert not new, f"error-level diagnoses on held-out healthy/unrelated logs that were clean: {new}"
+
+
+# --- the tuning descriptions (tests/eval/tuning-symptoms.yaml) ------------------------------------------
+
+def test_tuning_descriptions_are_real_half_chinese_and_apart_from_the_heldout_set():
+    items = eval_kb.load_symptoms(eval_kb.TUNING_SYMPTOMS)
+    assert len(items) >= 30, f"only {len(items)} tuning descriptions"
+    zh = [s for s in items if s.lang == "zh"]
+    assert 0.4 <= len(zh) / len(items) <= 0.6, f"{len(zh)} of {len(items)} in Chinese"
+    assert all(CJK.search(s.text) for s in zh), [s.id for s in zh if not CJK.search(s.text)]
+    assert len({s.id for s in items}) == len(items), "repeated description ids"
+    unknown = sorted({s.expected for s in items} - (_required_ids() | eval_kb.kb_ids()))
+    assert not unknown, f"labels that are neither required nor in kb/: {unknown}"
+    assert all(s.note and "\n" not in s.note for s in items), "a note must be one line"
+
+
+def test_tuning_descriptions_hold_the_description_bar():
+    outcomes = eval_kb.evaluate_symptoms(eval_kb.load_symptoms(eval_kb.TUNING_SYMPTOMS))
+    s = eval_kb.summarize_symptoms(outcomes)
+    table = eval_kb.symptom_miss_table(outcomes)
+    # the bar issue 14 sets for unseen descriptions (top-1 0.80), held where we tune; top-3 a little under its 0.95
+    # (0.94: the set includes ten descriptions moved in from the held-out set on 2026-12-01, never tuned on)
+    assert s["top1"] >= eval_kb.SYMPTOM_TARGET["top1"], f"tuning descriptions top-1 {s['top1']:.3f}\n{table}"
+    assert s["top3"] >= 0.94, f"tuning descriptions top-3 {s['top3']:.3f}\n{table}"

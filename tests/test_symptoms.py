@@ -379,3 +379,35 @@ def test_reporters_words_are_guesses_not_findings(eid, text):
 def test_a_shell_variable_being_set_is_a_command_not_a_description():
     text = "export HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123456789\nset HIP_VISIBLE_DEVICES=0\n显存不足"
     assert symptoms.prose_lines(text) == "显存不足"
+
+
+def test_tokenizer_drops_noise_and_reads_identifiers():
+    tok = symptoms.retriever_for().tokenizer
+    words = lambda text: {t for t, _ in tok(text)}
+    # numbers are versions and sizes, not symptoms
+    assert not {"24", "04", "2"} & words("ubuntu 24.04.2 LTS pytorch 2.6.0")
+    # a pair with a function character spans two words: "都是", "个字" never reach BM25
+    assert not {"都是", "个字", "法使"} & words("导入视频都是一样，推理几十个字，有没办法使用GPU")
+    # a short snake_case identifier counts as its parts too
+    ident = words("There is no TensileLibrary_lazy_gfx1031.dat")
+    assert "gfx1031" in ident and "tensilelibrari" in ident       # (Snowball's stem of "tensilelibrary")
+    # colloquial and inflected forms fold to one token
+    assert "kernelupdate" in words("after a kernel upgrade") and "kernelupdate" in words("升级内核以后")
+    assert "cpuonly" in words("ollama is not using my GPU") and "blackimage" in words("出图全是黑的")
+    assert "也没" not in words("重启也没用")      # "didn't help either" is filler
+
+
+@pytest.mark.parametrize("expected,text", [
+    # issue 14's list of how people say it, in their words (no log pasted)
+    ("hip-out-of-memory", "爆显存"),
+    ("fp16-nan-or-black-output", "stable diffusion 出图全是黑的"),
+    ("host-ram-oom-killed", "加载模型一半被杀掉"),
+    ("hf-hub-unreachable", "模型下载不下来"),
+    ("rccl-multigpu-hang", "多卡训练卡住不动"),
+    ("pip-externally-managed-environment", "pip install 报错 externally-managed-environment"),
+    ("nvidia-module-not-built-for-kernel", "after a kernel upgrade nvidia-smi cannot talk to the driver"),
+    ("user-not-in-render-video-group", "it only works with sudo"),
+])
+def test_colloquial_descriptions_rank_their_cause_first(expected, text):
+    got = [d["id"] for d in match_symptoms(text)]
+    assert got[:1] == [expected], got[:3]

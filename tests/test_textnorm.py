@@ -10,7 +10,7 @@ import pytest
 
 from diagnostics.kb import load_kb
 from diagnostics.matcher import Matcher, clean_log
-from diagnostics.textnorm import fold_punctuation, joined_wraps, strip_ansi, strip_prefixes
+from diagnostics.textnorm import c_locale_words, fold_punctuation, joined_wraps, strip_ansi, strip_prefixes
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +79,42 @@ def test_full_width_punctuation_in_chinese_logs(matcher):
     assert first(matcher, text)[0] == "hip-no-binary-for-gpu"
     text = "RuntimeError：HIP out of memory． Tried to allocate 2.00 GiB（GPU 0；15.98 GiB total capacity）"
     assert "hip-out-of-memory" in first(matcher, text)
+
+
+def test_system_messages_in_a_chinese_or_japanese_locale_read_as_the_c_locale(matcher):
+    # glibc/bash under zh_CN and ja_JP, Windows zh-CN: the same failure, the locale's words
+    assert c_locale_words("段错误 (核心已转储)") == "Segmentation fault (core dumped)"
+    assert clean_log("段错误（核心已转储）") == "Segmentation fault (core dumped)"      # full-width, no space
+    assert c_locale_words("中止 (コアダンプ)") == "Aborted (core dumped)"    # ROCm/tensorflow-upstream#1187 (ja_JP)
+    assert c_locale_words("bash: rocminfo: 未找到命令") == "bash: rocminfo: command not found"
+    # words that are also ordinary Chinese change only where the shell prints them
+    assert c_locale_words("我已放弃了这个方案，任务中止") == "我已放弃了这个方案，任务中止"
+    assert c_locale_words("已放弃 (核心已转储)") == "Aborted (core dumped)"
+    assert c_locale_words("plain ascii stays") == "plain ascii stays"
+    # de_DE and ru_RU, ASCII-only German included
+    assert c_locale_words("Speicherzugriffsfehler (Speicherabzug geschrieben)") == "Segmentation fault (core dumped)"
+    assert c_locale_words("Unable to open /dev/kfd read-write: Keine Berechtigung").endswith("Permission denied")
+    assert c_locale_words("Das wurde Abgebrochen, weil") == "Das wurde Abgebrochen, weil"
+    assert c_locale_words("Ошибка сегментирования (стек памяти сброшен на диск)") == "Segmentation fault (core dumped)"
+    # the KB's English signatures then find them
+    assert first(matcher, NO_BINARY + "\n已放弃 (核心已转储)")[0] == "hip-no-binary-for-gpu"
+    assert first(matcher, "Unable to open /dev/kfd read-write: 权限不够")[0] == "user-not-in-render-video-group"
+    # https://github.com/open-mmlab/mmdetection/issues/5263 (the host ran out of RAM; more swap fixed it)
+    assert first(matcher, "[>>>>>>>>>> ] 1022/5000, 1.5 task/s, elapsed: 673s, ETA: 2621s已杀死")[0] == \
+        "host-ram-oom-killed"
+
+
+def test_a_paste_from_a_pages_html_keeps_its_signature(matcher):
+    # ROCm/legacy-rocm-build#4164 was pasted with &apos; and <b>dpkg:</b> left in
+    text = ("ERROR: Cannot create report: [Errno 17] File exists: &apos;/var/crash/amdgpu-dkms.0.crash&apos;\n"
+            "Error! Bad return status for module build on kernel: 6.8.0-49-generic (x86_64)\n"
+            "<b>dpkg:</b> error processing package amdgpu-dkms (--configure):")
+    assert clean_log(text).splitlines()[2] == "dpkg: error processing package amdgpu-dkms (--configure):"
+    assert "amdgpu-dkms-build-failure" in first(matcher, text)
+    assert clean_log('docker: could not select device driver &quot;&quot; with capabilities: [[gpu]].') == \
+        'docker: could not select device driver "" with capabilities: [[gpu]].'
+    # a traceback's <module> and <string> are not HTML
+    assert clean_log('File "<string>", line 1, in <module>') == 'File "<string>", line 1, in <module>'
 
 
 def test_carriage_return_progress_bars_keep_the_error(matcher):
