@@ -236,7 +236,9 @@ def cmd_kb_matrix(args: argparse.Namespace) -> int:
         rows.append({"target": tid, "family": row.get("family"), "names": row.get("names"),
                      "official": row.get("official"), "official_since": row.get("official_since"),
                      "native_bf16": row.get("native_bf16"), "override": row.get("override"),
-                     "wheels": [f"{w.folder}/torch-{w.torch}" for w in m.wheels if w.archs and arch_runs(tid, w.archs)],
+                     "wheels": [f"{w.folder}/torch-{w.torch}" for w in m.wheels if w.runs(tid)],
+                     "wheels_without_libs": [f"{w.folder}/torch-{w.torch}" for w in m.wheels
+                                             if w.archs and arch_runs(tid, w.archs) and not w.runs(tid)],
                      "install": inst.command() if inst else None,
                      "install_needs_override": inst.override if inst else None,
                      "sources": [m.sources.get(x, x) for x in row.get("source") or []]})
@@ -249,6 +251,8 @@ def cmd_kb_matrix(args: argparse.Namespace) -> int:
         print(f"   {off + '; ' if off else ''}native bf16: {'yes' if r['native_bf16'] else 'no'}"
               + (f"; HSA_OVERRIDE_GFX_VERSION={r['override']} where a wheel lacks it" if r.get("override") else ""))
         print(f"   wheels with code for it: {', '.join(r['wheels']) or 'none listed'}")
+        if r["wheels_without_libs"]:
+            print(f"   listed by get_arch_list() but without its libraries (rocBLAS): {', '.join(r['wheels_without_libs'])}")
         if r["install"]:
             print(f"   install: {r['install']}" + (f"  (then HSA_OVERRIDE_GFX_VERSION={r['install_needs_override']})"
                                                     if r["install_needs_override"] else ""))

@@ -37,6 +37,30 @@ CAVEAT_RE_EN = re.compile(r"^\s*(?:>\s*)?\*\*Caution:\*\*", re.M)
 STEP_RE = re.compile(r"^\s{0,3}\d+\.\s", re.M)
 
 
+def _caveat_text(line: str) -> str:
+    return " ".join(CAVEAT_RE.sub("", line, count=1).split())
+
+
+def _repeated_caveats(entry: Any, key: str, steps: list[tuple[int, str]], english: bool) -> list[Finding]:
+    """The same caveat in two consecutive steps says it twice where one step should carry it: an error in English,
+    a warning in a translation.  Merge the steps, or keep the caveat beside the step whose action it concerns."""
+    out: list[Finding] = []
+    prev: set[str] = set()
+    for ln, step in steps:
+        here = {}
+        for i, line in enumerate(step.split("\n")):
+            if CAVEAT_RE.match(line):
+                here.setdefault(_caveat_text(line), i)
+        for text, i in here.items():
+            if text and text in prev:
+                first = getattr(entry, "text_lines", {}).get(key, 0)
+                out.append(Finding(entry.path, (first + ln + i) if first else 1, 1, "error" if english else "warning",
+                                   f"{key}: this step repeats the previous step's caveat word for word; say it once, "
+                                   f"beside the step it concerns (merge the steps if both need it)"))
+        prev = set(here)
+    return out
+
+
 @dataclass(frozen=True)
 class Rule:
     id: str
@@ -149,6 +173,7 @@ def caveat_findings(entry: Any, rules: Iterable[Rule] | None = None) -> list[Fin
     for key, text, english in texts:
         steps = split_steps(text)
         numbered = [s for s in steps if STEP_RE.match(s[1])]
+        out.extend(_repeated_caveats(entry, key, steps, english))
         for idx, (ln, step) in enumerate(steps):
             hits = dangerous_matches(step, rules)
             if not hits:

@@ -31,7 +31,8 @@ AMD_KEYS = {"gfx": True, "family": True, "names": True, "official": True, "offic
             "native_bf16": True, "override": True, "legacy": False, "source": True}
 NV_KEYS = {"cc": True, "family": True, "names": True, "native_bf16": True, "source": True}
 FOLDER_KEYS = {"folder": True, "stack": True, "version": True, "torch": True}
-WHEEL_KEYS = {"torch": True, "torchvision": True, "torchaudio": True, "archs": False, "source": True}
+WHEEL_KEYS = {"torch": True, "torchvision": True, "torchaudio": True, "archs": False, "libs_missing": False,
+              "source": True}
 DRIVER_KEYS = {"cuda": True, "driver": True, "source": True}
 TOP_KEYS = {"checked": True, "sources": True, "amd": True, "nvidia": True, "wheels": True, "cuda_min_driver": True}
 
@@ -46,6 +47,13 @@ class Wheel:
     torchaudio: str
     archs: list[str] | None     # measured torch.cuda.get_arch_list(); None: not established
     source: list[str]
+    # targets the arch list names but the libraries bundled in the wheel do not serve (rocBLAS without Tensile
+    # kernels for them): never recommended for those targets
+    libs_missing: list[str] = field(default_factory=list)
+
+    def runs(self, target: str) -> bool:
+        """The wheel's code and bundled libraries carry *target* (natively or, NVIDIA, through PTX)."""
+        return bool(self.archs) and target not in self.libs_missing and arch_runs(target, self.archs or [])
 
     @property
     def index_url(self) -> str:
@@ -274,6 +282,14 @@ def parse_matrix(text: str, path: str) -> Matrix:
                             base = re.sub(r"^compute_", "sm_", a)
                             if base not in table:
                                 m.errors.append(ctx.err(wf["archs"].value[i], f"arch {a!r} has no row under {'amd' if stack == 'rocm' else 'nvidia'}"))
+                missing: list[str] = []
+                if "libs_missing" in wf:
+                    missing = _plain(wf["libs_missing"])
+                    if not (isinstance(missing, list) and missing and archs
+                            and all(isinstance(a, str) and a in archs for a in missing)):
+                        m.errors.append(ctx.err(wf["libs_missing"], "libs_missing must be a non-empty list of targets "
+                                                                    "from the wheel's archs"))
+                        missing = []
                 src = _plain(wf["source"])
                 if not (isinstance(src, list) and src):
                     m.errors.append(ctx.err(wf["source"], "source must be a non-empty list of source names"))
@@ -282,7 +298,7 @@ def parse_matrix(text: str, path: str) -> Matrix:
                     if s not in m.sources:
                         m.errors.append(ctx.err(wf["source"].value[i], f"unknown source {s!r} (define it under sources:)"))
                 m.wheels.append(Wheel(folder, stack, ver, vals["torch"], vals["torchvision"], vals["torchaudio"],
-                                      archs, [str(s) for s in src]))
+                                      archs, [str(s) for s in src], [str(a) for a in missing]))
     node = top.get("cuda_min_driver")
     if node is not None:
         for item in _seq(ctx, node, "cuda_min_driver", m.errors):
@@ -566,7 +582,7 @@ def recommend_install(facts: dict[str, Any], matrix: Matrix | None = None) -> In
     safe = [w for w in m.wheels if w.archs and _tv(w.torch)[:2] >= MIN_SAFE_TORCH]
     if amd:
         cands = [w for w in safe if w.stack == "rocm"]
-        native = [w for w in cands if all(t in w.archs for t in amd)]  # type: ignore[operator]
+        native = [w for w in cands if all(w.runs(t) for t in amd)]
         if native:
             w = max(native, key=lambda w: (_tv(w.torch), _tv(w.stack_version)))
             return Install(w, None, amd, amd[0])
@@ -574,13 +590,13 @@ def recommend_install(facts: dict[str, Any], matrix: Matrix | None = None) -> In
         if len(ovs) == 1 and None not in ovs:
             ov = ovs.pop()
             g = override_to_gfx(ov)  # type: ignore[arg-type]
-            via = [w for w in cands if g in w.archs]  # type: ignore[operator]
+            via = [w for w in cands if g and w.runs(g)]
             if via:
                 w = max(via, key=lambda w: (_tv(w.torch), _tv(w.stack_version)))
                 return Install(w, ov, amd, g or "")
         return None
     if nv:
-        cands = [w for w in safe if w.stack == "cuda" and all(arch_runs(c, w.archs) for c in nv)
+        cands = [w for w in safe if w.stack == "cuda" and all(w.runs(c) for c in nv)
                  and _driver_ok(w, facts, m)]
         if cands:
             w = max(cands, key=lambda w: (_tv(w.torch), _tv(w.stack_version)))

@@ -255,6 +255,21 @@ def test_translation_without_caveat_is_a_warning_only(tmp_path):
     assert _lint_dir(p.parent) == []
 
 
+def test_the_same_caveat_in_consecutive_steps_fails_lint(tmp_path):
+    cav = "   **Caution:** this replaces the torch of this environment; a new virtual environment is safer.\n"
+    p = _entry_file(tmp_path, "1. Make a venv.\n2. `pip uninstall -y torch`\n" + cav + "3. Install: {torch_install}\n" + cav)
+    errs = [f for f in _lint_dir(p.parent) if f.level == "error"]
+    assert len(errs) == 1 and "repeats the previous step's caveat" in errs[0].message, errs
+    lines = p.read_text().split("\n")
+    assert lines[errs[0].line - 1].strip().startswith("**Caution:**") and lines[errs[0].line - 2].lstrip().startswith("3.")
+    # one step carrying the caveat once is clean; different caveats in consecutive steps are fine too
+    p = _entry_file(tmp_path, "1. Make a venv.\n2. Install: {torch_install}\n" + cav)
+    assert [f for f in _lint_dir(p.parent) if f.level == "error"] == []
+    p = _entry_file(tmp_path, "1. Make a venv.\n2. `pip uninstall -y torch`\n   **Caution:** removes torch.\n"
+                              "3. Install: {torch_install}\n" + cav)
+    assert [f for f in _lint_dir(p.parent) if f.level == "error"] == []
+
+
 def test_checked_dates_and_versions(tmp_path):
     p = _entry_file(tmp_path, "1. do it\n", 'checked: {date: 2026-03-01, versions: {rocm: "7.1", torch: "2.15"}}\n')
     kb = load_kb(p.parent)

@@ -42,7 +42,7 @@ def test_install_command_points_to_a_wheel_that_carries_the_target(target):
     key = "gpu.gfx_targets" if target.startswith("gfx") else "nvidia.compute_caps"
     inst = support.recommend_install({key: [target]}, M)
     assert inst is not None and inst.override is None
-    assert inst.wheel.archs and support.arch_runs(target, inst.wheel.archs)
+    assert inst.wheel.archs and support.arch_runs(target, inst.wheel.archs) and inst.wheel.runs(target)
     cmd = inst.command()
     m = re.search(r"pip install torch==(\S+) torchvision==(\S+) torchaudio==(\S+) --index-url "
                   r"https://download\.pytorch\.org/whl/(\S+)$", cmd)
@@ -53,11 +53,37 @@ def test_install_command_points_to_a_wheel_that_carries_the_target(target):
 
 
 @pytest.mark.parametrize("gfx,override", [("gfx1031", "10.3.0"), ("gfx1032", "10.3.0"), ("gfx1034", "10.3.0"),
-                                          ("gfx1035", "10.3.0"), ("gfx1036", "10.3.0"), ("gfx1103", "11.0.0")])
+                                          ("gfx1035", "10.3.0"), ("gfx1036", "10.3.0")])
 def test_overridable_targets_get_the_family_value_and_a_wheel_with_the_sibling(gfx, override):
     inst = support.recommend_install({"gpu.gfx_targets": [gfx]}, M)
     assert inst is not None and inst.override == override
     assert support.override_to_gfx(override) in inst.wheel.archs
+
+
+def test_gfx1103_gets_the_first_wheel_built_for_it_not_the_override():
+    # torch 2.13's rocm7.2 build script lists gfx1103 (pytorch#179653); the 11.0.0 override is what page-faults
+    inst = support.recommend_install({"gpu.gfx_targets": ["gfx1103"]}, M)
+    assert inst is not None and inst.override is None and "gfx1103" in inst.wheel.archs
+    assert (inst.wheel.folder, inst.wheel.torch) == ("rocm7.2", "2.13.0")
+
+
+def test_targets_whose_libraries_a_wheel_lacks_get_an_older_wheel_that_has_them():
+    # gfx900/gfx906 are in get_arch_list() of the rocm7.2 wheels, but their rocBLAS has no Tensile files for them
+    # (pytorch#179865): the install is the newest wheel whose libraries still serve them
+    lacking = [w for w in M.wheels if "gfx906" in w.libs_missing]
+    assert lacking and all("gfx906" in (w.archs or []) and not w.runs("gfx906") for w in lacking)
+    for g in ("gfx900", "gfx906"):
+        inst = support.recommend_install({"gpu.gfx_targets": [g]}, M)
+        assert inst is not None and inst.wheel not in lacking and inst.wheel.runs(g)
+        assert support.MIN_SAFE_TORCH <= tuple(int(x) for x in inst.wheel.torch.split(".")[:2])
+
+
+def test_libs_missing_must_name_listed_archs():
+    text = (ROOT / "kb/support/gpu-matrix.yaml").read_text(encoding="utf-8")
+    bad = text.replace("libs_missing: [gfx900, gfx906], source: [uv-18730", "libs_missing: [gfx1031], source: [uv-18730", 1)
+    assert bad != text
+    errs = support.parse_matrix(bad, "m.yaml").errors
+    assert any("libs_missing" in e.message for e in errs), errs
 
 
 def test_never_recommends_rocm62_for_targets_it_lacks():
