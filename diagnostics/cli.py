@@ -352,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     _register_optional(sub, "diagnostics.run_cli", "run")
 
     sp = sub.add_parser("parse", help=_h("cli.extract_facts_from_a_pasted_dump"))
-    sp.add_argument("file")
+    sp.add_argument("file", metavar="FILE", help=_h("cli.parse_file"))
     sp.add_argument("--kind", default="auto",
                     choices=["auto", *parsers_kinds()])
     sp.add_argument("--json", action="store_true")

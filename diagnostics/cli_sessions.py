@@ -245,6 +245,26 @@ def _filters(args: argparse.Namespace) -> Any:
                    since=args.since, until=args.until)
 
 
+DIMS = ("cause", "possible", "gpu", "gfx", "rocm", "torch", "verdict", "host", "status")
+
+
+def _dim_value(dim: str, value: Any) -> str:
+    """A counted value in the chosen language: verdicts and review states are words, the rest (ids, GPU names,
+    versions, host names) stays as it is stored."""
+    if dim == "verdict":
+        return _word("verdict", value)
+    if dim == "status":
+        return _word("review", value)
+    return str(value)
+
+
+def _check_name(pid: str) -> str:
+    """A check by its id in English (what `run --json` calls it), by its title in other languages."""
+    from .i18n import catalogue
+
+    return pid if _LANG == "en" else catalogue(_LANG).get(f"probe.{pid}", pid)
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     from .store import stats as fleet
 
@@ -252,20 +272,21 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.refresh:
         n = fleet.refresh(store)
         if not args.json:
-            print(f"Fleet rows derived again for {n} session(s).")
+            print(_t("fleet_refreshed", n=n))
     f = _filters(args)
     if args.by or args.bucket:
         res = fleet.stats(store, args.by or "cause", bucket=args.bucket, filters=f, limit=args.limit, ids=args.ids)
         if args.json:
             _out_json(res)
             return EXIT_OK
-        print(f"{res['total']} session(s) match; counted by {res['by']}" + (f" per {res['bucket']}" if res["bucket"]
-                                                                            else ""))
+        by = _t(f"by_{res['by']}")
+        print(_t("stats_by_bucket" if res["bucket"] else "stats_by", total=res["total"], by=by,
+                 bucket=_t(f"bucket_{res['bucket']}") if res["bucket"] else ""))
         if not res["rows"]:
-            print("  (none)")
+            print("  " + _t("none_rows"))
         for r in res["rows"]:
             head = f"  {r['bucket']}  " if res["bucket"] else "  "
-            print(f"{head}{r['count']:>7}  {r['value']}")
+            print(f"{head}{r['count']:>7}  {_dim_value(res['by'], r['value'])}")
             if r.get("ids"):
                 print("           " + " ".join(r["ids"]))
         return EXIT_OK
@@ -273,21 +294,19 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.json:
         _out_json(res)
         return EXIT_OK
-    print(f"{res['total']} session(s) match" + (f" ({', '.join(f'{k}={v}' for k, v in res['filters'].items())})"
-                                                 if res["filters"] else ""))
-    titles = {"cause": "Confirmed causes", "possible": "Possible causes (guesses)", "gpu": "GPUs",
-              "gfx": "GPU architectures", "rocm": "ROCm versions", "torch": "torch versions",
-              "verdict": "Verdicts (today's rule)", "host": "Hosts", "status": "Review status"}
+    print(_t("stats_total", total=res["total"]) + (f" ({', '.join(f'{k}={v}' for k, v in res['filters'].items())})"
+                                                  if res["filters"] else ""))
     for dim, rows in res["by"].items():
-        print(f"\n{titles.get(dim, dim)}:")
+        print("\n" + _t("dim_title", title=_t(f"dim_{dim}") if dim in DIMS else dim))
         if not rows:
-            print("  (none)")
+            print("  " + _t("none_rows"))
         for r in rows:
-            print(f"  {r['count']:>7}  {r['value']}")
+            print(f"  {r['count']:>7}  {_dim_value(dim, r['value'])}")
     return EXIT_OK
 
 
 def cmd_unexplained(args: argparse.Namespace) -> int:
+    from .i18n.probe_text import localize_text
     from .store import stats as fleet
 
     store = _store(args)
@@ -296,18 +315,23 @@ def cmd_unexplained(args: argparse.Namespace) -> int:
         _out_json(res)
         return EXIT_OK
     if not res["groups"]:
-        print("No unexplained sessions.")
+        print(_t("queue_empty"))
         return EXIT_OK
-    print(f"{res['sessions']} session(s) in the unexplained queue, {len(res['groups'])} group(s) shown")
+    print(_t("queue_head", n=res["sessions"], groups=len(res["groups"])))
+    sep = _t("list_sep")
     for i, g in enumerate(res["groups"], 1):
-        reasons = ", ".join(f"{v} {k}" for k, v in g["reasons"].items())
-        print(f"\n{i}. [{g['sig']}] {g['count']} session(s) ({reasons}) on {g['host_count']} host(s); "
-              f"first {g['first_seen'][:19]}, last {g['last_seen'][:19]}; checks: {', '.join(g['checks'])}")
-        print(f"   signature: {g['signature']}")
-        print(f"   pattern:   {g['pattern']}")
-        print("   hosts:     " + ", ".join(f"{h['host']} ({h['count']})" for h in g["hosts"]))
+        reasons = sep.join(_t(f"reason_{k}" if k in ("unexplained", "possible") else "reason_other", n=v, reason=k)
+                           for k, v in g["reasons"].items())
+        print("\n" + _t("group_line", i=i, sig=g["sig"], count=g["count"], reasons=reasons, hosts=g["host_count"],
+                        first=g["first_seen"][:19], last=g["last_seen"][:19],
+                        checks=sep.join(_check_name(c) for c in g["checks"])))
+        print("   " + _t("group_signature", signature=g["signature"]))
+        print("   " + _t("group_pattern", pattern=g["pattern"]))
+        print("   " + _t("group_hosts", hosts=sep.join(f"{h['host']} ({h['count']})" for h in g["hosts"])))
         for smp in g["samples"]:
-            print(f"   - {smp['id']}  {smp['created_at'][:19]}  {smp['host']}  {smp['check']}: {smp['line'][:160]}")
+            # a check's own sentence in the chosen language; a tool's line as it printed it (localize_text keeps it)
+            print(f"   - {smp['id']}  {smp['created_at'][:19]}  {smp['host']}  {_check_name(smp['check'])}: "
+                  f"{localize_text(smp['line'][:160], _LANG)}")
     return EXIT_OK
 
 
@@ -402,7 +426,7 @@ def register_cli(subparsers: Any) -> argparse.ArgumentParser:
     p.set_defaults(func=_guard(cmd_export))
 
     p = sub.add_parser("import", parents=[common], help=_h("sessions.import_a_bundle_exported_by_gpu_doctor"))
-    p.add_argument("file")
+    p.add_argument("file", metavar="FILE", help=_h("sessions.import_file"))
     p.add_argument("--json", action="store_true", help=_h("run_cli.print_the_report_as_json"))
     p.set_defaults(func=_guard(cmd_import))
 
@@ -419,8 +443,8 @@ def register_cli(subparsers: Any) -> argparse.ArgumentParser:
 
     p = sub.add_parser("note", parents=[common], help=_h("sessions.add_a_reviewer_note"))
     p.add_argument("id")
-    p.add_argument("text")
-    p.add_argument("--author", default="cli")
+    p.add_argument("text", metavar="TEXT", help=_h("sessions.note_text"))
+    p.add_argument("--author", default="cli", metavar="NAME", help=_h("sessions.note_author"))
     p.set_defaults(func=_guard(cmd_note))
 
     p = sub.add_parser("notes", parents=[common], help=_h("sessions.list_the_notes_of_a_session"))
@@ -439,30 +463,30 @@ def register_cli(subparsers: Any) -> argparse.ArgumentParser:
     p.set_defaults(func=_guard(cmd_delete))
 
     filters = argparse.ArgumentParser(add_help=False)
-    filters.add_argument("-q", "--query", default="", help="words that must all occur (as in `sessions list`)")
-    filters.add_argument("--host")
-    filters.add_argument("--gpu", help="part of a GPU name")
+    filters.add_argument("-q", "--query", default="", help=_h("sessions.fleet_query"))
+    filters.add_argument("--host", help=_h("sessions.host"))
+    filters.add_argument("--gpu", help=_h("sessions.part_of_a_gpu_name"))
     filters.add_argument("--verdict", choices=["healthy", "problems", "unexplained", "incomplete"],
-                         help="the verdict by today's rule")
-    filters.add_argument("--status", choices=STATUSES)
-    filters.add_argument("--since", help="ISO date or time (UTC)")
-    filters.add_argument("--until", help="ISO date or time (UTC); a date includes that whole day")
+                         help=_h("sessions.fleet_verdict"))
+    filters.add_argument("--status", choices=STATUSES, help=_h("sessions.status"))
+    filters.add_argument("--since", help=_h("sessions.iso_date_or_time_utc"))
+    filters.add_argument("--until", help=_h("sessions.iso_date_or_time_utc_a_date_includes_tha"))
 
-    p = sub.add_parser("stats", parents=[common, filters], help="fleet counts: causes, hosts, GPUs, versions, verdicts")
+    p = sub.add_parser("stats", parents=[common, filters], help=_h("sessions.fleet_stats"))
     p.add_argument("--by", choices=["cause", "possible", "gpu", "gfx", "rocm", "torch", "verdict", "host", "status"],
-                   help="one dimension (default: every dimension, top --limit each)")
-    p.add_argument("--bucket", choices=["day", "week"], help="count per day or week (with --by; default cause)")
-    p.add_argument("--ids", type=int, default=0, metavar="N", help="list up to N session ids behind each count")
-    p.add_argument("--limit", type=int, default=15, help="rows per dimension (default 15)")
-    p.add_argument("--refresh", action="store_true", help="derive the fleet rows of every session again first")
-    p.add_argument("--json", action="store_true")
+                   help=_h("sessions.fleet_by"))
+    p.add_argument("--bucket", choices=["day", "week"], help=_h("sessions.fleet_bucket"))
+    p.add_argument("--ids", type=int, default=0, metavar="N", help=_h("sessions.fleet_ids"))
+    p.add_argument("--limit", type=int, default=15, help=_h("sessions.fleet_limit"))
+    p.add_argument("--refresh", action="store_true", help=_h("sessions.fleet_refresh"))
+    p.add_argument("--json", action="store_true", help=_h("sessions.fleet_json"))
     p.set_defaults(func=_guard(cmd_stats))
 
     p = sub.add_parser("unexplained", parents=[common, filters],
-                       help="sessions nothing explains, grouped by normalised error signature")
-    p.add_argument("--limit", type=int, default=20, help="groups to show (default 20)")
-    p.add_argument("--samples", type=int, default=3, help="sample sessions per group (default 3)")
-    p.add_argument("--json", action="store_true")
+                       help=_h("sessions.fleet_unexplained"))
+    p.add_argument("--limit", type=int, default=20, help=_h("sessions.fleet_groups"))
+    p.add_argument("--samples", type=int, default=3, help=_h("sessions.fleet_samples"))
+    p.add_argument("--json", action="store_true", help=_h("sessions.fleet_json"))
     p.set_defaults(func=_guard(cmd_unexplained))
     return sp
 

@@ -48,8 +48,8 @@ def render_diagnoses(diagnoses: list[dict[str, Any]], not_ruled_out: list[dict[s
     consequences = [d for d in real if d.get("consequence_of")]
     possible = [d for d in diagnoses if not d.get("benign") and not _confirmed(d)] + list(possible or [])
     benign = [d for d in diagnoses if d.get("benign")]
-    if not real:
-        out.append(t("report.no_match", lang))
+    if not real:  # guesses are not a finding, nor an all-clear: say which it is
+        out.append(t("report.no_confirmed_possible" if possible else "report.no_match", lang))
     for d in causes:
         out.append(t("report.diagnosis_line", lang, rank=d.get("rank", "?"), glyph=SEV_GLYPH.get(d["severity"], "?"),
                      severity=t(f"severity.{d['severity']}", lang), title=d["title"], id=d["id"],

@@ -121,6 +121,11 @@ def test_a_failing_case_blocks_the_download():
     at = editor(text)
     assert not at.exception
     assert "1 of 2 pass" in at.error[0].value
+    # the status is not green above a failing case, and names it (issue 18)
+    assert not at.success, [s.value for s in at.success]
+    case = kbtools.validate(text).cases
+    bad = next(c for c in case if not c["ok"])
+    assert f"line {bad['line']}: expected fire, got {bad['got']}" in at.error[0].value and bad['case'] in at.error[0].value
     assert at.get("download_button")[0].proto.disabled
     assert any("1 of its cases fail" in c.value for c in at.caption)
 
@@ -203,6 +208,9 @@ def test_a_description_only_match_is_possible_causes_not_problem_found(lang, wor
     head = t("ui.render.possible_only", lang, count=0, titles="").split("**")[1]
     assert any(head in i.value for i in at.info)
     assert any(t("ui.render.possible_header", lang) in s.value for s in at.subheader)
+    # the causes section says the same: no green "No known problem matched" above the guesses (issue 18)
+    assert not at.success, [s.value for s in at.success]
+    assert any(t("ui.render.no_confirmed_possible", lang) in i.value for i in at.info)
 
 
 def test_a_confirmed_log_match_is_still_problem_found():

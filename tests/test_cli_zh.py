@@ -34,7 +34,8 @@ ALLOWED = {
     "rdna", "rdna2", "rdna3", "export", "prefix", "path", "main", "mode", "smoke", "torchvision", "torchaudio",
     # the command's own words (a reader types them): `python -m diagnostics sessions compare ...`
     "diagnostics", "run", "parse", "match", "generate", "sessions", "kb", "serve", "list", "show", "import",
-    "rediagnose", "status", "note", "notes", "compare", "delete", "lint", "test", "schema", "matrix",
+    "rediagnose", "status", "note", "notes", "compare", "delete", "lint", "test", "schema", "matrix", "stats",
+    "unexplained",
 }
 # error messages as the runtime prints them appear in KB titles verbatim (users search for them)
 ERROR_MESSAGES = ("HIP out of memory", "CUDA out of memory")
@@ -191,7 +192,13 @@ def test_errors_in_chinese(capsys):
 @pytest.mark.parametrize("argv", [["--lang", "zh", "--help"], ["run", "--lang", "zh", "--help"],
                                   ["match", "--lang", "zh", "--help"], ["sessions", "list", "--lang", "zh", "--help"],
                                   ["sessions", "export", "--lang", "zh", "--help"],
-                                  ["sessions", "compare", "--lang", "zh", "--help"]])
+                                  ["sessions", "compare", "--lang", "zh", "--help"],
+                                  ["--lang", "zh", "sessions", "--help"],
+                                  *[["sessions", c, "--lang", "zh", "--help"] for c in
+                                    ("show", "import", "rediagnose", "status", "note", "notes", "delete", "stats",
+                                     "unexplained")],
+                                  ["--lang", "zh", "kb", "--help"], ["parse", "--lang", "zh", "--help"],
+                                  ["serve", "--lang", "zh", "--help"]])
 def test_help_in_chinese(argv, capsys):
     with pytest.raises(SystemExit):
         cli.main(argv)
@@ -225,3 +232,36 @@ def test_sessions_in_chinese(tmp_path, capsys):
     text = "\n".join(outs)
     assert "会话" in text
     assert english_words(text, verbatim=(a, b, "已重装驱动", " cli:")) == [], text  # the note author is a name
+
+
+def test_fleet_commands_in_chinese(tmp_path, capsys):
+    """`sessions stats` (every dimension, one dimension, per day with ids, --refresh) and `sessions unexplained`
+    over a small fleet: a session nothing explains (failed checks), one with a confirmed cause, one healthy."""
+    from diagnostics.store import Store
+
+    db = f"sqlite:///{tmp_path / 'f.db'}"
+    store = Store(db)
+    lone = _report()
+    lone["diagnoses"] = []
+    ids = [store.save(lone), store.save(dict(lone, session_id="s2", host="node-b")),
+           store.save(dict(_report(), session_id="s3")),
+           store.save(dict(lone, session_id="s4", probes=[dict(p, status="ok") for p in lone["probes"]]))]
+    store.close()
+    capsys.readouterr()
+    outs = []
+    for argv in (["stats"], ["stats", "--refresh"], ["stats", "--by", "verdict"], ["stats", "--by", "status"],
+                 ["stats", "--by", "cause", "--bucket", "day", "--ids", "3"], ["stats", "--by", "host", "-q", "nothing-x"],
+                 ["unexplained"], ["unexplained", "--host", "nowhere-x"]):
+        assert cli.main(["sessions", *argv, "--lang", "zh", "--db", db]) == 0, argv
+        cap = capsys.readouterr()
+        outs.append(cap.out + cap.err)
+    text = "\n".join(outs)
+    assert "未解释队列" in text and "结论" in text and "没有未解释的会话" in text, text
+    assert "rocminfo 运行失败" in text  # a check's own sentence in a sample, translated
+    # the signature and the pattern are the group's keys (code, in backticks); the samples are in Chinese
+    verbatim = ids
+    assert english_words(text, verbatim=verbatim) == [], text
+    # English stays what it was
+    cli.main(["sessions", "unexplained", "--db", db])
+    en = capsys.readouterr().out
+    assert "session(s) in the unexplained queue" in en and "signature:" in en

@@ -69,6 +69,24 @@ def _load() -> None:
         st.session_state["load_msg"] = T("ui.kb_editor.load_failed", error=exc)
 
 
+def _outcome(word: str) -> str:
+    """fire / silent / unknown in the visitor's language."""
+    return T(f"ui.kb_editor.expect_{word}") if word in ("fire", "silent", "unknown") else str(word)
+
+
+def _cases_table(cases: list[dict]) -> None:
+    """The entry's cases, three narrow columns so that the table fits the right-hand column (and becomes one card
+    per case on a phone): pass/fail, the case's name with its line, and "expected -> got" in words."""
+    head = f"| | {T('ui.kb_editor.col_case')} | {T('ui.kb_editor.col_result')} |"
+    rows = [head, "|---|---|---|"]
+    for c in cases:
+        mark = ":green[:material/check:]" if c["ok"] else ":red[:material/close:]"
+        got = _outcome(c["got"]) if c["ok"] else f"**{_outcome(c['got'])}**"
+        rows.append(f"| {mark} | {safe.md_inline(c['case'], 160)}   :gray[{T('ui.kb_editor.case_line', line=c['line'])}]"
+                    f" | {_outcome(c['expect'])} → {got} |")
+    st.markdown("\n".join(rows))
+
+
 with st.expander(T("ui.kb_editor.start_from_placeholder"), expanded=False):
     how = st.radio(T("ui.kb_editor.start_from"), [TEMPLATE, EXISTING, SESSION_NEW, SESSION_CASE], key="start",
                    horizontal=True, label_visibility="collapsed", format_func=lambda o: t(START_LABEL.get(o, o), LANG))
@@ -102,26 +120,30 @@ with right:
         st.code(str(v.error), language=None, wrap_lines=True)
     else:
         e = v.entry
+        failing = [c for c in v.cases if not c["ok"]]
+        passed = len(v.cases) - len(failing)
+        # one status that tells the whole story: green only when `kb lint` accepts it AND every case passes
         if v.template:  # the untouched template parses, but it is not an entry yet
             st.warning(T("ui.kb_editor.still_template", parts=", ".join(f"`{p}`" for p in v.template)),
                        icon=":material/edit_note:")
         elif v.lint_errors:
             st.error(T("ui.kb_editor.lint_failed", count=len(v.lint_errors)))
-        else:
-            st.success(T("ui.kb_editor.valid", id=e.id))
+        if failing:
+            names = "; ".join(T("ui.kb_editor.case_failing_name", name=safe.md_inline(c["case"], 120), line=c["line"],
+                                expect=_outcome(c["expect"]), got=_outcome(c["got"])) for c in failing[:5])
+            if len(failing) > 5:
+                names += "; …"
+            st.error(T("ui.kb_editor.cases_failing", passed=passed, total=len(v.cases), names=names),
+                     icon=":material/error:")
+        elif not (v.template or v.lint_errors):
+            st.success(T("ui.kb_editor.valid", id=e.id, total=len(v.cases)), icon=":material/check_circle:")
         for f in v.lint:  # dangerous steps without a caveat (errors), stale dates (warnings): `kb lint`'s own
             (st.error if f.level == "error" else st.info)(
                 T("ui.kb_editor.error_at", line=f.line, col=f.col, message=safe.md_inline(f.message, 600)))
         for w in v.warnings:
             st.info(w)
-        passed = sum(c["ok"] for c in v.cases)
-        (st.success if passed == len(v.cases) else st.error)(T("ui.kb_editor.cases_pass", passed=passed,
-                                                               total=len(v.cases)))
-        head = " | ".join(T(k) for k in ("ui.kb_editor.col_case", "ui.kb_editor.col_line", "ui.kb_editor.col_expected",
-                                         "ui.kb_editor.col_got"))
-        st.markdown("\n".join([f"| | {head} |", "|---|---|---:|---|---|"] + [
-            f"| {':green[:material/check:]' if c['ok'] else ':red[:material/close:]'} | {safe.md_inline(c['case'], 90)} | "
-            f"{c['line']} | {c['expect']} | {c['got']} |" for c in v.cases]))
+        st.markdown("**" + T("ui.kb_editor.cases_pass", passed=passed, total=len(v.cases)) + "**")
+        _cases_table(failing + [c for c in v.cases if c["ok"]])  # failing cases first
         st.subheader(T("ui.kb_editor.sessions_matched"))
         if store is None:
             st.caption(T("ui.kb_editor.no_db"))

@@ -228,7 +228,10 @@ def diagnoses(report: dict[str, Any]) -> None:
     benign = [d for d in ds if d.get("benign")]
     st.subheader(T("ui.render.causes"))
     patterns = _kb_patterns() if ds else {}
-    if not real:
+    if not real and report.get("possible"):
+        # guesses only: say so, in a neutral colour (never the green all-clear, never red)
+        st.info(T("ui.render.no_confirmed_possible"), icon=":material/help:")
+    elif not real:
         st.success(T("ui.render.no_match"))
     for i, d in enumerate(real):
         diagnosis_card(d, patterns, expanded=(i == 0))
