@@ -264,8 +264,13 @@ def run_local(*, python: str | None = None, root: str = "/", timeout: float | No
               logs: Iterable[tuple[str, str]] = (), generate: bool = True, model: str | None = None,
               device: str = "auto", max_new_tokens: int = 32, env: dict[str, str] | None = None,
               on_event: ProgressFn | None = None, cancel: threading.Event | None = None,
-              kb_dir: str | None = None) -> dict[str, Any]:
-    """Run every local probe (and the test generation), match against the KB, return the report."""
+              kb_dir: str | None = None, early_verdict: bool = False) -> dict[str, Any]:
+    """Run every local probe and, at the same time, the test generation; match against the KB; return the report.
+
+    The generation starts with the probes, in its own child (crash, hang and OOM survival as before); when the
+    probes end, a torch they found unusable stops it (the report then says why it was skipped).  With
+    *early_verdict*, an ``{"event": "verdict", "report": ...}`` carrying the probes' own diagnosis is sent as
+    soon as the probes end while the generation still runs (the web page shows it at once)."""
     import sys
 
     from .probing import run_all
@@ -273,21 +278,27 @@ def run_local(*, python: str | None = None, root: str = "/", timeout: float | No
     python = python or sys.executable
     report = new_report("live")
     report["python"] = python
+    report["logs"] = [{"name": n, "text": t} for n, t in logs]
     # load and compile the KB while the probes run (it costs ~0.8 s of CPU; the torch import is the long pole)
     warm = threading.Thread(target=_warm_kb, args=(kb_dir,), daemon=True)
     warm.start()
+    gen = None
+    if generate and not (cancel and cancel.is_set()):
+        gen = _GenerationRun(python=python, model=model, device=device, max_new_tokens=max_new_tokens,
+                             timeout=timeout, on_event=on_event, root=root, cancel=cancel)
     probes = run_all(python=python, root=root, timeout=timeout, env=env, on_event=on_event, cancel=cancel)
     warm.join()
     report["probes"] = probes
     facts = merge_probe_facts(probes)
-    if generate and not (cancel and cancel.is_set()):
-        report["generation"] = _generation(python, model, device, max_new_tokens, timeout, facts, on_event, root,
-                                           cancel)
+    if gen is not None:
+        gen.judge(probes, facts)
+        if early_verdict and on_event and gen.running():
+            on_event({"event": "verdict", "report": _diagnose_report(dict(report, facts=dict(facts)), kb_dir)})
+        report["generation"] = gen.result()
         gen_facts, _ = factcat.clean_facts((report["generation"] or {}).get("facts") or {})
         for k, v in gen_facts.items():
             facts.setdefault(k, v)
     report["facts"] = facts
-    report["logs"] = [{"name": n, "text": t} for n, t in logs]
     if cancel is not None and cancel.is_set():
         _mark_stopped(report)
     return _diagnose_report(report, kb_dir)
@@ -325,32 +336,83 @@ def _warm_kb(kb_dir: str | None) -> None:
         pass
 
 
-def _generation(python: str, model: str | None, device: str, max_new_tokens: int, timeout: float | None,
-                facts: dict[str, Any], on_event: ProgressFn | None, root: str = "/",
-                cancel: threading.Event | None = None) -> dict[str, Any] | None:
-    if facts.get("torch.installed") is False or facts.get("torch.import_error"):
-        return {"status": "skipped", "error": "torch cannot be imported in the diagnosed interpreter", "facts": {}}
-    try:
-        from .generation import run_generation
-    except ImportError as exc:
-        return {"status": "skipped", "error": f"test generation unavailable: {exc}", "facts": {}}
+class _Either:
+    """Set when either event is set (the user's Stop, or the service's own decision to stop the generation)."""
 
-    def progress(msg: str) -> None:
+    def __init__(self, *events: threading.Event | None) -> None:
+        self.events = [e for e in events if e is not None]
+
+    def is_set(self) -> bool:
+        return any(e.is_set() for e in self.events)
+
+
+GEN_NICE = 10  # the generation yields the CPU to the torch probe, the critical path of the probe verdict
+
+
+class _GenerationRun:
+    """The test generation in a thread of its own (its child started at once), running beside the probes."""
+
+    def __init__(self, *, python: str, model: str | None, device: str, max_new_tokens: int,
+                 timeout: float | None, on_event: ProgressFn | None, root: str,
+                 cancel: threading.Event | None) -> None:
+        self.on_event = on_event
+        self.user_cancel = cancel
+        self.stop = threading.Event()
+        self.why: str | None = None
+        self.stage = "starting the generation child"
+        self.gen: dict[str, Any] | None = None
+        self.kwargs = dict(python=python, model=model, device=device, max_new_tokens=max_new_tokens,
+                           timeout=max(timeout or 0, 600), progress=self._progress,
+                           cancel=_Either(cancel, self.stop), nice=GEN_NICE)
+        self.root = root
         if on_event:
-            on_event({"event": "stage", "probe": "generation", "stage": msg})
+            on_event({"event": "start", "probe": "generation", "title": "Test generation"})
+        self.thread = threading.Thread(target=self._run, name="test-generation", daemon=True)
+        self.thread.start()
 
-    if on_event:
-        on_event({"event": "start", "probe": "generation", "title": "Test generation"})
-    try:
-        gen = _watched_generation(run_generation, root, python=python, model=model, device=device,
-                                  max_new_tokens=max_new_tokens, timeout=max(timeout or 0, 600), progress=progress,
-                                  cancel=cancel)
-    except Exception as exc:  # the report must survive a generation bug
-        gen = {"status": "crashed", "error": f"internal error: {type(exc).__name__}: {exc}", "facts": {}}
-    if on_event:
-        on_event({"event": "end", "probe": "generation", "status": gen.get("status", "ok"),
-                  "duration_s": gen.get("duration_s", 0.0), "summary": gen.get("summary")})
-    return gen
+    def _progress(self, msg: str) -> None:
+        self.stage = msg
+        if self.on_event:
+            self.on_event({"event": "stage", "probe": "generation", "stage": msg})
+
+    def _run(self) -> None:
+        try:
+            from .generation import run_generation
+        except ImportError as exc:
+            self.gen = {"status": "skipped", "error": f"test generation unavailable: {exc}", "facts": {}}
+            return
+        try:
+            self.gen = _watched_generation(run_generation, self.root, **self.kwargs)
+        except Exception as exc:  # the report must survive a generation bug
+            self.gen = {"status": "crashed", "error": f"internal error: {type(exc).__name__}: {exc}", "facts": {}}
+
+    def running(self) -> bool:
+        return self.thread.is_alive()
+
+    def judge(self, probes: list[dict[str, Any]], facts: dict[str, Any]) -> None:
+        """Stop the generation when the probes found what makes it pointless: no importable torch, or a torch
+        that hung where the generation has not got past yet (it would wait for its own long limit)."""
+        if facts.get("torch.installed") is False or facts.get("torch.import_error"):
+            self.why = "torch cannot be imported in the diagnosed interpreter"
+        else:
+            tp = next((p for p in probes if p.get("id") == "torch"), None)
+            if (tp and tp.get("status") == "timeout" and self.running()
+                    and self.stage.startswith(("starting", "importing torch"))):
+                self.why = (f"the torch probe hung during '{tp.get('stage') or 'import torch'}'; the test generation, "
+                            f"still at '{self.stage}', was stopped")
+        if self.why:
+            self.stop.set()
+
+    def result(self) -> dict[str, Any]:
+        self.thread.join()
+        gen = self.gen or {"status": "crashed", "error": "internal error: no result", "facts": {}}
+        if self.why and not (self.user_cancel is not None and self.user_cancel.is_set()):
+            gen = {"status": "skipped", "error": self.why, "summary": self.why, "facts": {},
+                   "duration_s": gen.get("duration_s", 0.0), "monitor": gen.get("monitor")}
+        if self.on_event:
+            self.on_event({"event": "end", "probe": "generation", "status": gen.get("status", "ok"),
+                           "duration_s": gen.get("duration_s", 0.0), "summary": gen.get("summary")})
+        return gen
 
 
 def _diagnose_report(report: dict[str, Any], kb_dir: str | None = None) -> dict[str, Any]:

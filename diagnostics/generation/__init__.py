@@ -6,7 +6,7 @@ self-contained script: stdlib + torch + transformers) with the *target* interpre
 so whatever it established survives a crash, a kill by the OOM killer or a timeout.
 
 Public API (used by the service, the CLI and the UI):
-  run_generation(python, model, device, max_new_tokens, timeout, compare_cpu, progress) -> dict
+  run_generation(python, model, device, max_new_tokens, timeout, compare_cpu, progress, ..., cancel, nice) -> dict
   register_cli(subparsers)  adds ``generate`` as in shared/CONTRACT.md
 This module imports nothing from outside the standard library at import time (platformdirs lazily).
 """
@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from .. import facts as factcat
 from ..runner import ChildResult, parse_record, run_child
+from . import child as _child
 
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
 CONTRACT_KEYS = ("device", "model", "new_tokens", "tokens_per_s", "load_s", "ttft_s", "peak_rss_bytes",
@@ -27,9 +28,10 @@ CONTRACT_KEYS = ("device", "model", "new_tokens", "tokens_per_s", "load_s", "ttf
 # a GPU run slower than this fraction of the CPU run on the same model is a finding (see the KB entry
 # gpu-generation-slower-than-cpu); 1.0 means "slower than the CPU at all"
 SLOWER_THAN_CPU_RATIO = 1.0
-# below this size a generation is bound by kernel launches and Python, not by the device: a healthy GPU can
-# be slower than the CPU on the tiny built-in model, so the comparison is only judged for larger models
-COMPARE_MIN_PARAMS = 100_000_000
+# below this size (child.COMPARE_MIN_PARAMS) a generation is bound by kernel launches and Python, not by the
+# device: a healthy GPU can be slower than the CPU on the tiny built-in model, so the comparison is only judged
+# for larger models (and the child runs a short CPU comparison below it)
+COMPARE_MIN_PARAMS = _child.COMPARE_MIN_PARAMS
 LOG_TAIL_CHARS = 20_000
 GIB = 1024 ** 3
 
@@ -95,11 +97,12 @@ def run_generation(python: str = sys.executable, model: str | None = None, devic
                    max_new_tokens: int = 32, timeout: float = 600, compare_cpu: bool = True,
                    progress: ProgressFn | None = None, *, dtype: str = "auto", device_map: str | None = None,
                    force_load: bool = False, cache_dir: str | None = None,
-                   env: dict[str, str] | None = None, cancel: Any = None) -> dict[str, Any]:
+                   env: dict[str, str] | None = None, cancel: Any = None, nice: int = 0) -> dict[str, Any]:
     """Run the test generation in a child process of *python*; never raises for the child's failures.
 
-    *cancel* (a ``threading.Event``): when set, the child is stopped at once (SIGTERM, then SIGKILL) and the
-    result says ``"stopped": True``.
+    *cancel* (a ``threading.Event``, or anything with ``is_set()``): when set, the child is stopped at once
+    (SIGTERM, then SIGKILL) and the result says ``"stopped": True``.  *nice* > 0 lowers the child's CPU
+    priority (the service runs it beside the probes and lets the torch probe go first).
 
     Returns the CONTRACT ``generate`` keys plus status, error, estimate, facts, evidence, log, ...
     *env* adds variables to the child's environment (e.g. GPU_DOCTOR_GPU_MEMORY_FRACTION=0.01 caps the
@@ -128,7 +131,7 @@ def run_generation(python: str = sys.executable, model: str | None = None, devic
 
     if progress is not None:
         progress("starting the generation child")
-    res = run_child(argv, timeout=timeout, env=child_env, on_line=on_line, cancel=cancel)
+    res = run_child(argv, timeout=timeout, env=child_env, on_line=on_line, cancel=cancel, nice=nice)
     if not records and res.stdout:            # the callback is the main path; the captured text is the backup
         records = [r for r in (parse_record(ln) for ln in res.stdout.splitlines()) if r is not None]
     out = assemble(records, res, requested_device=device, model=model, timeout=timeout)
@@ -141,60 +144,49 @@ def run_generation(python: str = sys.executable, model: str | None = None, devic
     return out
 
 
-def assemble(records: list[dict[str, Any]], res: ChildResult, *, requested_device: str = "auto",
-             model: str | None = None, timeout: float | None = None) -> dict[str, Any]:
-    """Turn the child's protocol records and its fate (exit, signal, timeout) into the generation report."""
-    facts: dict[str, Any] = {}
-    evidence: list[dict[str, str]] = []
-    notes: list[str] = []
-    result: dict[str, Any] | None = None
-    partial: dict[str, Any] = {}
-    error: str | None = None
-    error_kind: str | None = None
-    stages: list[str] = []
+def _collect(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The child's protocol records, sorted by kind (the last result and error win)."""
+    got: dict[str, Any] = {"facts": {}, "evidence": [], "notes": [], "stages": [], "partial": {}, "result": None,
+                           "error": None, "error_kind": None}
     for rec in records:
         if "fact" in rec and "value" in rec:
-            facts[str(rec["fact"])] = rec["value"]
+            got["facts"][str(rec["fact"])] = rec["value"]
         if isinstance(rec.get("evidence"), dict):
-            evidence.append({"source": str(rec["evidence"].get("source", "generation")),
-                             "excerpt": str(rec["evidence"].get("excerpt", ""))})
+            got["evidence"].append({"source": str(rec["evidence"].get("source", "generation")),
+                                    "excerpt": str(rec["evidence"].get("excerpt", ""))})
         if "note" in rec:
-            notes.append(str(rec["note"]))
+            got["notes"].append(str(rec["note"]))
         if "progress" in rec:
-            stages.append(str(rec["progress"]))
+            got["stages"].append(str(rec["progress"]))
         if isinstance(rec.get("partial"), dict):
-            partial.update(rec["partial"])
+            got["partial"].update(rec["partial"])
         if isinstance(rec.get("result"), dict):
-            result = rec["result"]
+            got["result"] = rec["result"]
         if "error" in rec:
-            error, error_kind = str(rec["error"]), str(rec.get("kind") or "error")
+            got["error"], got["error_kind"] = str(rec["error"]), str(rec.get("kind") or "error")
+    return got
 
-    out: dict[str, Any] = {k: None for k in CONTRACT_KEYS}
-    out["model"] = model or "builtin:tiny"
-    out.update(partial)
-    if result:
-        out.update(result)
-    out["requested_device"] = requested_device
-    last_stage = stages[-1] if stages else None
-    out["last_stage"] = last_stage
-    out["duration_s"] = round(res.duration_s, 3)
-    out["child"] = {"argv": res.argv, "returncode": res.returncode, "signal": res.signal,
-                    "timed_out": res.timed_out, "status": res.status}
-    stderr_tail = res.stderr[-LOG_TAIL_CHARS:] if res.stderr else ""
 
+def _stderr_tail(res: ChildResult, lines: int = 15) -> str:
+    return "\n".join(res.stderr.rstrip().splitlines()[-lines:])
+
+
+def _fate(got: dict[str, Any], res: ChildResult, last_stage: str | None,
+          timeout: float | None) -> tuple[str, str | None, str | None]:
+    """(status, error, error_kind) from the result record and how the child ended; adds evidence to *got*."""
+    evidence, facts = got["evidence"], got["facts"]
+    error, error_kind = got["error"], got["error_kind"]
+    result = got["result"]
     if result is not None and result.get("status") == "ok":
-        status = "ok"
-    elif res.timed_out:
-        status = "timeout"
+        return "ok", error, error_kind
+    if res.timed_out:
         error = f"the generation did not finish within {timeout:g} s (last stage: {last_stage or 'starting'}); stopped"
-        error_kind = "timeout"
         evidence.append({"source": "generation", "excerpt": error})
-    elif res.start_error:
-        status = "fail"
-        error, error_kind = res.start_error, "start-failed"
-    elif res.signal:
-        status = "crashed"
-        tail = "\n".join(res.stderr.rstrip().splitlines()[-15:])
+        return "timeout", error, "timeout"
+    if res.start_error:
+        return "fail", res.start_error, "start-failed"
+    if res.signal:
+        tail = _stderr_tail(res)
         if res.signal == "SIGKILL":
             # nobody here sent it (a timeout is reported above): on Linux that is almost always the OOM killer
             facts["gen.oom"] = "host"
@@ -205,19 +197,65 @@ def assemble(records: list[dict[str, Any]], res: ChildResult, *, requested_devic
             error_kind = "crashed"
             error = f"the generation process crashed with {res.signal} during '{last_stage or 'start'}'"
         evidence.append({"source": "generation", "excerpt": error + ("\n" + tail if tail else "")})
-    else:
-        status = "fail"
-        if error is None:
-            tail = "\n".join(res.stderr.rstrip().splitlines()[-15:])
-            error = f"the generation child exited with status {res.returncode} without a result"
-            if tail:
-                error += ": " + tail.splitlines()[-1]
-            error_kind = "error"
-            evidence.append({"source": "generation", "excerpt": tail or error})
-        if error_kind in ("oom-gpu", "oom-host", "too-large") and not any(
-                e["excerpt"] == error for e in evidence):
-            evidence.append({"source": "generation", "excerpt": error})
+        return "crashed", error, error_kind
+    if error is None:
+        tail = _stderr_tail(res)
+        error = f"the generation child exited with status {res.returncode} without a result"
+        if tail:
+            error += ": " + tail.splitlines()[-1]
+        error_kind = "error"
+        evidence.append({"source": "generation", "excerpt": tail or error})
+    if error_kind in ("oom-gpu", "oom-host", "too-large") and not any(e["excerpt"] == error for e in evidence):
+        evidence.append({"source": "generation", "excerpt": error})
+    return "fail", error, error_kind
 
+
+def _warnings(out: dict[str, Any], facts: dict[str, Any], notes: list[str]) -> list[str]:
+    """What a generation that ran should make the user look at (and notes on what was not judged)."""
+    warnings: list[str] = []
+    if facts.get("gen.offloaded"):
+        warnings.append("the model is split between the GPU and the CPU/disk (offloaded): generation is slow")
+    ratio = out.get("gpu_vs_cpu_ratio")
+    params = facts.get("gen.params") or 0
+    if isinstance(ratio, (int, float)) and ratio < SLOWER_THAN_CPU_RATIO:
+        if params >= COMPARE_MIN_PARAMS:
+            warnings.append(f"the GPU generated {ratio:.2f}x as fast as the CPU on the same model")
+        else:
+            notes.append(f"GPU/CPU speed ratio {ratio:.2f} on a {params:,}-parameter model: too small to judge "
+                         f"(launch-bound); use --model builtin:1b or a real model to compare speeds")
+    if out.get("target_device") == "cuda" and facts.get("gen.device") == "cpu":
+        warnings.append("a GPU was requested but the model ran on the CPU")
+    if facts.get("gen.estimate_exceeds_vram") or facts.get("gen.estimate_exceeds_host"):
+        warnings.append("the memory estimate exceeded the free memory, yet it was loaded (--device-map or --force-load)")
+    return warnings
+
+
+def _matcher_log(stderr_tail: str, evidence: list[dict[str, str]], error: str | None) -> str:
+    """The child's stderr tail, then the error and evidence it sent through the protocol (the matcher reads
+    log text, and those never reached stderr)."""
+    extra = [e["excerpt"] for e in evidence if e["excerpt"] and e["excerpt"] not in stderr_tail]
+    if error and error not in stderr_tail and error not in extra:
+        extra.append(error)
+    return (stderr_tail.rstrip("\n") + "\n" if stderr_tail.strip() else "") + "\n".join(extra)
+
+
+def assemble(records: list[dict[str, Any]], res: ChildResult, *, requested_device: str = "auto",
+             model: str | None = None, timeout: float | None = None) -> dict[str, Any]:
+    """Turn the child's protocol records and its fate (exit, signal, timeout) into the generation report."""
+    got = _collect(records)
+    facts, notes = got["facts"], got["notes"]
+    out: dict[str, Any] = {k: None for k in CONTRACT_KEYS}
+    out["model"] = model or "builtin:tiny"
+    out.update(got["partial"])
+    if got["result"]:
+        out.update(got["result"])
+    out["requested_device"] = requested_device
+    last_stage = got["stages"][-1] if got["stages"] else None
+    out["last_stage"] = last_stage
+    out["duration_s"] = round(res.duration_s, 3)
+    out["child"] = {"argv": res.argv, "returncode": res.returncode, "signal": res.signal,
+                    "timed_out": res.timed_out, "status": res.status}
+    status, error, error_kind = _fate(got, res, last_stage, timeout)
     facts.setdefault("gen.requested_device", requested_device)
     facts["gen.ran"] = status == "ok"
     if error:
@@ -225,40 +263,14 @@ def assemble(records: list[dict[str, Any]], res: ChildResult, *, requested_devic
         facts["gen.error_kind"] = error_kind or "error"
     if error_kind in ("oom-gpu", "oom-host"):
         facts["gen.oom"] = error_kind.split("-", 1)[1]
-
-    warnings: list[str] = []
-    if status == "ok":
-        if facts.get("gen.offloaded"):
-            warnings.append("the model is split between the GPU and the CPU/disk (offloaded): generation is slow")
-        ratio = out.get("gpu_vs_cpu_ratio")
-        params = facts.get("gen.params") or 0
-        if isinstance(ratio, (int, float)) and ratio < SLOWER_THAN_CPU_RATIO:
-            if params >= COMPARE_MIN_PARAMS:
-                warnings.append(f"the GPU generated {ratio:.2f}x as fast as the CPU on the same model")
-            else:
-                notes.append(f"GPU/CPU speed ratio {ratio:.2f} on a {params:,}-parameter model: too small to judge "
-                             f"(launch-bound); use --model builtin:1b or a real model to compare speeds")
-        if out.get("target_device") == "cuda" and facts.get("gen.device") == "cpu":
-            warnings.append("a GPU was requested but the model ran on the CPU")
-        if facts.get("gen.estimate_exceeds_vram") or facts.get("gen.estimate_exceeds_host"):
-            warnings.append("the memory estimate exceeded the free memory, yet it was loaded (--device-map or --force-load)")
-        if warnings:
-            status = "warn"
-    out["status"] = status
-    out["error"] = error
-    out["error_kind"] = error_kind
-    out["warnings"] = warnings
+    warnings = _warnings(out, facts, notes) if status == "ok" else []
+    out.update(status="warn" if warnings else status, error=error, error_kind=error_kind, warnings=warnings)
     good, problems = factcat.clean_facts(facts)
     out["facts"] = good
-    if problems:
-        notes.extend(f"dropped fact: {p}" for p in problems)
-    out["evidence"] = evidence
+    notes.extend(f"dropped fact: {p}" for p in problems)
+    out["evidence"] = got["evidence"]
     out["notes"] = notes
-    # the matcher reads log text: the error and evidence the child sent through the protocol go with stderr
-    extra = [e["excerpt"] for e in evidence if e["excerpt"] and e["excerpt"] not in stderr_tail]
-    if error and error not in stderr_tail and error not in extra:
-        extra.append(error)
-    out["log"] = (stderr_tail.rstrip("\n") + "\n" if stderr_tail.strip() else "") + "\n".join(extra)
+    out["log"] = _matcher_log(res.stderr[-LOG_TAIL_CHARS:] if res.stderr else "", got["evidence"], error)
     out["summary"] = summary_line(out)
     return out
 

@@ -386,7 +386,7 @@ def read_config(model_dir: str) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# the run
+# the run: out-of-memory, timing, placement and loading helpers
 
 
 def _is_oom(exc: BaseException) -> str | None:
@@ -588,45 +588,87 @@ def _has_accelerate() -> bool:
     return importlib.util.find_spec("accelerate") is not None
 
 
-def run(args, result: dict) -> dict:
-    """The generation; *result* is filled as it goes, so the caller can send what was established on failure."""
-    result.update({"requested_device": args.device, "max_new_tokens": args.max_new_tokens,
-                   "python": sys.executable, "status": "fail"})
-    fact("gen.requested_device", args.device)
+# ---------------------------------------------------------------------------------------------------------
+# the run, as stages: each one fills *result* as it goes and raises Stop for a finding that ends the run
+
+PROMPT = "The doctor looks at the machine and says"
+PROMPT_LEN = 16
+# below this size a generation is bound by kernel launches and Python, not by the device: a healthy GPU can be
+# slower than the CPU on it, so no verdict is drawn from the comparison (the parent imports this constant) and
+# the CPU side runs only CPU_SHORT_TOKENS tokens: enough for an honest CPU figure, not the full length
+COMPARE_MIN_PARAMS = 100_000_000
+CPU_SHORT_TOKENS = 8
+
+
+class Plan:
+    """What was decided before loading: the model, its config, size, estimate, device and dtype."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def _lap(result: dict, stage: str, t0: float) -> float:
+    """Record the seconds a stage took in result["stage_s"]; return now (the next stage's start)."""
+    now = time.perf_counter()
+    result.setdefault("stage_s", {})[stage] = round(now - t0, 4)
+    return now
+
+
+def import_stack(args, result: dict):
+    """Import torch and transformers (what a user's script does first); return the torch module."""
     progress("importing torch")
     t0 = time.perf_counter()
     import torch
     import transformers
+    try:
+        from transformers.utils import logging as tlog
+        tlog.disable_progress_bar()
+    except Exception:  # noqa: BLE001 - an old transformers without it only prints more
+        pass
     result["torch_version"] = torch.__version__
     result["transformers_version"] = transformers.__version__
     result["import_s"] = round(time.perf_counter() - t0, 3)
+    _lap(result, "import", t0)
     if args.threads:
         torch.set_num_threads(args.threads)
     result["cpu_threads"] = torch.get_num_threads()
+    return torch
 
+
+def _build_name(torch) -> str:  # noqa: ANN001
+    if torch.version.hip:
+        return "HIP " + torch.version.hip
+    return "CUDA " + str(torch.version.cuda) if torch.version.cuda else "CPU only"
+
+
+def choose_device(args, torch, result: dict) -> tuple[str, str]:  # noqa: ANN001
+    """The device the generation will use (decided here, in the child, from torch's own answer) and the dtype."""
+    t0 = time.perf_counter()
     cuda_ok = torch.cuda.is_available()
     if args.device == "cuda" and not cuda_ok:
         raise Stop("no-gpu", "device 'cuda' was requested but torch.cuda.is_available() is False "
-                             f"(torch {torch.__version__}, built for "
-                             f"{'HIP ' + torch.version.hip if torch.version.hip else 'CUDA ' + str(torch.version.cuda) if torch.version.cuda else 'CPU only'})")
+                             f"(torch {torch.__version__}, built for {_build_name(torch)})")
     device = "cuda" if (args.device == "cuda" or (args.device == "auto" and cuda_ok)) else "cpu"
     result["target_device"] = device
-
-    if args.dtype == "auto":
-        if device == "cuda":
-            # bf16 only where the GPU has native bf16 arithmetic per the support matrix (the parent passes the
-            # targets); torch.cuda.is_bf16_supported() is true on every ROCm build, emulated or not
-            target = gpu_target(torch)
-            result["gpu_target"] = target
-            dtype_name = "bfloat16" if target and target in bf16_targets(args.bf16_targets) else "float16"
-        else:
-            dtype_name = "float32"
-    else:
+    if args.dtype != "auto":
         dtype_name = args.dtype
+    elif device == "cuda":
+        # bf16 only where the GPU has native bf16 arithmetic per the support matrix (the parent passes the
+        # targets); torch.cuda.is_bf16_supported() is true on every ROCm build, emulated or not
+        target = gpu_target(torch)
+        result["gpu_target"] = target
+        dtype_name = "bfloat16" if target and target in bf16_targets(args.bf16_targets) else "float16"
+    else:
+        dtype_name = "float32"
     result["dtype"] = dtype_name
+    _lap(result, "device", t0)
+    return device, dtype_name
 
-    # --- the model and its estimate, before loading anything heavy
+
+def size_model(args, torch, device: str, dtype_name: str, result: dict) -> Plan:  # noqa: ANN001
+    """Find (or build) the model, read its config and count its parameters; estimate its footprint."""
     progress("resolving model")
+    t0 = time.perf_counter()
     model_dir, display = resolve_model(args.model, args.cache_dir, "cuda" if device == "cuda" else "cpu")
     if device == "cuda":
         torch.cuda.empty_cache()                  # a model just built on the GPU must not count below
@@ -647,8 +689,7 @@ def run(args, result: dict) -> dict:
         raise Stop("model-corrupt", f"cannot size the model in {model_dir}: no safetensors weights and "
                                     f"config.json lacks the sizes ({result.get('config_estimate_error')})")
     params = counted[0] if counted else by_config
-    prompt_len = 16
-    seq_len = prompt_len + args.max_new_tokens
+    seq_len = PROMPT_LEN + args.max_new_tokens
     est = estimate_footprint(cfg, dtype_name, seq_len, device, params=params)
     est["params_source"] = "safetensors headers" if counted else "config.json"
     est["params_from_config"] = by_config
@@ -656,11 +697,18 @@ def run(args, result: dict) -> dict:
     fact("gen.params", int(params))
     fact("gen.estimate_bytes", est["total_bytes"])
     fact("gen.dtype", dtype_name)
+    _lap(result, "resolve", t0)
+    return Plan(model_dir=model_dir, display=display, cfg=cfg, params=params, seq_len=seq_len, est=est,
+                device=device, dtype=dtype_name)
 
+
+def check_fits(args, torch, plan: Plan, result: dict) -> None:  # noqa: ANN001
+    """Refuse to load a model whose estimate exceeds the free memory (a finding, 'too-large')."""
+    est = plan.est
     host_free = host_available_bytes()
     result["host_available_bytes"] = host_free
-    gpu_free = gpu_total = None
-    if device == "cuda":
+    gpu_free = None
+    if plan.device == "cuda":
         gpu_free, gpu_total = (int(x) for x in torch.cuda.mem_get_info(0))
         result["gpu_free_bytes"], result["gpu_total_bytes"] = gpu_free, gpu_total
         result["gpu_name"] = torch.cuda.get_device_name(0)
@@ -675,49 +723,62 @@ def run(args, result: dict) -> dict:
         fact("gen.estimate_exceeds_host", exceeds_host)
     result["host_need_bytes"] = host_need
     # with a device_map (e.g. "auto") accelerate may offload what does not fit: report, do not refuse
-    if ((exceeds_vram and not args.device_map) or exceeds_host) and not args.force_load:
-        what = []
-        if exceeds_vram:
-            what.append(f"free GPU memory {gpu_free / GIB:.2f} GiB")
-        if exceeds_host:
-            what.append(f"available host memory {host_free / GIB:.2f} GiB (needs {host_need / GIB:.2f} GiB)")
-        msg = (f"estimated footprint {est['total_bytes'] / GIB:.2f} GiB ({params / 1e9:.3f} B parameters in "
-               f"{dtype_name}, KV cache for {seq_len} tokens, runtime) exceeds " + " and ".join(what) +
-               "; not loading it (pass --force-load to try anyway)")
-        evidence("generation estimate", msg)
-        raise Stop("too-large", msg)
+    if not ((exceeds_vram and not args.device_map) or exceeds_host) or args.force_load:
+        return
+    what = []
+    if exceeds_vram:
+        what.append(f"free GPU memory {gpu_free / GIB:.2f} GiB")
+    if exceeds_host:
+        what.append(f"available host memory {host_free / GIB:.2f} GiB (needs {host_need / GIB:.2f} GiB)")
+    msg = (f"estimated footprint {est['total_bytes'] / GIB:.2f} GiB ({plan.params / 1e9:.3f} B parameters in "
+           f"{plan.dtype}, KV cache for {plan.seq_len} tokens, runtime) exceeds " + " and ".join(what) +
+           "; not loading it (pass --force-load to try anyway)")
+    evidence("generation estimate", msg)
+    raise Stop("too-large", msg)
 
-    # --- tokenizer first: cheap, and a missing one is a clear finding
+
+def load_tokenizer(plan: Plan, result: dict):
+    """The model's tokenizer, first: cheap, and a missing one is a clear finding."""
     progress("loading tokenizer")
+    t0 = time.perf_counter()
     from transformers import AutoTokenizer
     try:
-        tok = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+        tok = AutoTokenizer.from_pretrained(plan.model_dir, local_files_only=True)
     except Exception as e:  # noqa: BLE001
-        raise Stop("tokenizer-missing", f"no usable tokenizer in {model_dir}: {type(e).__name__}: {e}") from None
+        raise Stop("tokenizer-missing", f"no usable tokenizer in {plan.model_dir}: {type(e).__name__}: {e}") from None
     if tok is None or not callable(tok):
-        raise Stop("tokenizer-missing", f"no usable tokenizer in {model_dir}")
+        raise Stop("tokenizer-missing", f"no usable tokenizer in {plan.model_dir}")
+    _lap(result, "tokenizer", t0)
+    return tok
 
-    # --- load
+
+def load_on_device(args, torch, plan: Plan, result: dict):  # noqa: ANN001
+    """Load the model onto the chosen device; report where its parameters really are (gen.device)."""
     frac = os.environ.get("GPU_DOCTOR_GPU_MEMORY_FRACTION")
-    if device == "cuda" and frac:
+    if plan.device == "cuda" and frac:
         # a knob to provoke a real out-of-memory: torch refuses allocations beyond this share of the GPU
         torch.cuda.set_per_process_memory_fraction(float(frac), 0)
         result["gpu_memory_fraction"] = float(frac)
         emit({"note": f"GPU memory capped at {float(frac):g} of the device (GPU_DOCTOR_GPU_MEMORY_FRACTION)"})
-    progress("loading", device=device, dtype=dtype_name)
-    if device == "cuda":
+    progress("loading", device=plan.device, dtype=plan.dtype)
+    if plan.device == "cuda":
         torch.cuda.reset_peak_memory_stats(0)
     t0 = time.perf_counter()
     try:
-        model = load_model(model_dir, device, dtype_name, args.device_map)
+        model = load_model(plan.model_dir, plan.device, plan.dtype, args.device_map)
     except Exception as e:  # noqa: BLE001
         stop = _oom_stop(e, "load")
         if stop:
             raise stop from None
-        raise Stop("load-failed", f"loading {display} failed: {type(e).__name__}: {e}") from None
-    load_s = time.perf_counter() - t0
-    result["load_s"] = round(load_s, 4)
+        raise Stop("load-failed", f"loading {plan.display} failed: {type(e).__name__}: {e}") from None
+    result["load_s"] = round(time.perf_counter() - t0, 4)
+    _lap(result, "load", t0)
+    plan.gen_device = report_placement(args, model, plan, result)
+    return model
 
+
+def report_placement(args, model, plan: Plan, result: dict) -> str:  # noqa: ANN001
+    """gen.device (cpu, cuda or mixed) from where every parameter is; evidence for a fallback or a split."""
     hf_map = getattr(model, "hf_device_map", None)
     devmap = param_device_map(model, hf_map)
     gen_device, kinds, offloaded = summarize_devices(devmap, hf_map)
@@ -727,46 +788,59 @@ def run(args, result: dict) -> dict:
     fact("gen.device", gen_device)
     fact("gen.param_devices", kinds)
     fact("gen.offloaded", offloaded)
-    if device == "cuda" and gen_device == "cpu":
+    if plan.device == "cuda" and gen_device == "cpu":
         evidence("generation", f"requested {args.device} but every parameter of the model is on the CPU")
     if offloaded:
         counts: dict[str, int] = {}
         for d in devmap.values():
             counts[d] = counts.get(d, 0) + 1
         evidence("generation", f"model split across devices: {counts}; hf_device_map={result['hf_device_map']}")
+    return gen_device
 
+
+def prompt_inputs(torch, tok, model) -> dict:  # noqa: ANN001
+    """The prompt's first PROMPT_LEN tokens on the device of the model's first parameter."""
     first = next(model.parameters())
     input_device = first.device if first.device.type != "meta" else torch.device("cpu")
-    prompt = "The doctor looks at the machine and says"
-    inputs = tok(prompt, return_tensors="pt")
-    inputs = {k: v[:, :prompt_len].to(input_device) for k, v in inputs.items() if k in ("input_ids", "attention_mask")}
+    inputs = tok(PROMPT, return_tensors="pt")
+    return {k: v[:, :PROMPT_LEN].to(input_device) for k, v in inputs.items() if k in ("input_ids", "attention_mask")}
 
+
+def generate_on_device(args, model, inputs: dict, plan: Plan, result: dict) -> dict:  # noqa: ANN001
+    """A warm-up of the full length, then the timed generation."""
+    t0 = time.perf_counter()
     try:
         # The warm-up runs the full length: every new sequence length meets first-time costs (lazy kernel
         # loading, GEMM heuristics per shape).  Measured on an H200: after a 2-token warm-up the timed run
         # gave 15.7 tokens/s, a second run of the same length 256 tokens/s (docs/GENERATION.md).
         progress("warming up")
-        w = timed_generate(model, inputs, args.max_new_tokens, gen_device, stage="warming up",
+        w = timed_generate(model, inputs, args.max_new_tokens, plan.gen_device, stage="warming up",
                            max_time=_time_left(args) * 0.3)
         result["warmup_tokens_per_s"] = w["tokens_per_s"]
+        t0 = _lap(result, "warmup", t0)
         progress("generating", tokens=0)
-        g = timed_generate(model, inputs, args.max_new_tokens, gen_device, max_time=_time_left(args) * 0.6)
-        if g["new_tokens"] < args.max_new_tokens:
-            emit({"note": f"generation cut short at {g['new_tokens']} of {args.max_new_tokens} tokens to report "
-                          f"before the time limit ({args.time_budget:g} s)"})
+        g = timed_generate(model, inputs, args.max_new_tokens, plan.gen_device, max_time=_time_left(args) * 0.6)
+        _lap(result, "generate", t0)
     except Exception as e:  # noqa: BLE001
         stop = _oom_stop(e, "generate")
         if stop:
             raise stop from None
         raise Stop("generate-failed", f"generation failed: {type(e).__name__}: {e}") from None
+    if g["new_tokens"] < args.max_new_tokens:
+        emit({"note": f"generation cut short at {g['new_tokens']} of {args.max_new_tokens} tokens to report "
+                      f"before the time limit ({args.time_budget:g} s)"})
+    return g
 
+
+def record_generation(torch, tok, g: dict, plan: Plan, result: dict) -> None:  # noqa: ANN001
+    """The figures of the timed run and the peaks; sent at once as a partial result."""
     text = tok.decode(g["ids"], skip_special_tokens=True)
     result.update({"new_tokens": g["new_tokens"], "tokens_per_s": g["tokens_per_s"], "ttft_s": g["ttft_s"],
                    "gen_s": g["gen_s"], "decode_tokens_per_s": g["decode_tokens_per_s"], "text": text,
                    "token_times": g["token_times"]})
     fact("gen.tokens_per_s", round(g["tokens_per_s"], 3))
     peak_gpu = None
-    if device == "cuda":
+    if plan.device == "cuda":
         peak_gpu = int(torch.cuda.max_memory_allocated(0))
         result["peak_gpu_reserved_bytes"] = int(torch.cuda.max_memory_reserved(0))
         fact("gen.peak_gpu_bytes", peak_gpu)
@@ -775,35 +849,62 @@ def run(args, result: dict) -> dict:
     fact("gen.peak_rss_bytes", result["peak_rss_bytes"])
     emit({"partial": {k: v for k, v in result.items() if k != "param_devices"}})
 
-    # --- the same model on the CPU, for comparison
-    if args.compare_cpu and gen_device != "cpu":
-        cpu_est = estimate_footprint(cfg, "float32", seq_len, "cpu", params=params)
-        result["cpu_estimate"] = cpu_est
-        free_now = host_available_bytes()
-        if free_now is not None and cpu_est["total_bytes"] > free_now:
-            result["cpu_compare_skipped"] = (f"a float32 copy needs {cpu_est['total_bytes'] / GIB:.2f} GiB, "
-                                             f"host has {free_now / GIB:.2f} GiB available")
-        elif _time_left(args) < 30:
-            result["cpu_compare_skipped"] = f"only {_time_left(args):.0f} s left of the time limit"
-        else:
-            progress("comparing with the CPU")
-            try:
-                cpu_model = load_model(model_dir, "cpu", "float32", None)
-                cpu_inputs = {k: v.to("cpu") for k, v in inputs.items()}
-                timed_generate(cpu_model, cpu_inputs, args.max_new_tokens, "cpu", report_progress=False,
-                               max_time=_time_left(args) * 0.4)
-                cg = timed_generate(cpu_model, cpu_inputs, args.max_new_tokens, "cpu", report_progress=False,
-                                    max_time=_time_left(args) * 0.7)
-                del cpu_model
-                result["cpu_new_tokens"] = cg["new_tokens"]
-                result["cpu_tokens_per_s"] = cg["tokens_per_s"]
-                result["cpu_ttft_s"] = cg["ttft_s"]
-                result["cpu_token_times"] = cg["token_times"]
-                result["gpu_vs_cpu_ratio"] = g["tokens_per_s"] / cg["tokens_per_s"]
-                fact("gen.cpu_tokens_per_s", round(cg["tokens_per_s"], 3))
-                fact("gen.gpu_vs_cpu_ratio", round(result["gpu_vs_cpu_ratio"], 4))
-            except Exception as e:  # noqa: BLE001
-                result["cpu_compare_error"] = f"{type(e).__name__}: {e}"
+
+def cpu_compare_tokens(args, params: int) -> int:
+    """The full length for a model big enough to judge the GPU against the CPU; a few tokens otherwise."""
+    return args.max_new_tokens if params >= COMPARE_MIN_PARAMS else min(args.max_new_tokens, CPU_SHORT_TOKENS)
+
+
+def compare_with_cpu(args, inputs: dict, g: dict, plan: Plan, result: dict) -> None:
+    """The same model in float32 on the CPU, same prompt (after a warm-up), when the generation used a GPU."""
+    if not args.compare_cpu or plan.gen_device == "cpu":
+        return
+    n = cpu_compare_tokens(args, plan.params)
+    cpu_est = estimate_footprint(plan.cfg, "float32", PROMPT_LEN + n, "cpu", params=plan.params)
+    result["cpu_estimate"] = cpu_est
+    free_now = host_available_bytes()
+    if free_now is not None and cpu_est["total_bytes"] > free_now:
+        result["cpu_compare_skipped"] = (f"a float32 copy needs {cpu_est['total_bytes'] / GIB:.2f} GiB, "
+                                         f"host has {free_now / GIB:.2f} GiB available")
+        return
+    if _time_left(args) < 30:
+        result["cpu_compare_skipped"] = f"only {_time_left(args):.0f} s left of the time limit"
+        return
+    progress("comparing with the CPU")
+    t0 = time.perf_counter()
+    try:
+        cpu_model = load_model(plan.model_dir, "cpu", "float32", None)
+        cpu_inputs = {k: v.to("cpu") for k, v in inputs.items()}
+        timed_generate(cpu_model, cpu_inputs, n, "cpu", report_progress=False, max_time=_time_left(args) * 0.4)
+        cg = timed_generate(cpu_model, cpu_inputs, n, "cpu", report_progress=False, max_time=_time_left(args) * 0.7)
+        del cpu_model
+    except Exception as e:  # noqa: BLE001
+        result["cpu_compare_error"] = f"{type(e).__name__}: {e}"
+        return
+    finally:
+        _lap(result, "cpu_compare", t0)
+    result.update({"cpu_new_tokens": cg["new_tokens"], "cpu_tokens_per_s": cg["tokens_per_s"],
+                   "cpu_ttft_s": cg["ttft_s"], "cpu_token_times": cg["token_times"],
+                   "gpu_vs_cpu_ratio": g["tokens_per_s"] / cg["tokens_per_s"]})
+    fact("gen.cpu_tokens_per_s", round(cg["tokens_per_s"], 3))
+    fact("gen.gpu_vs_cpu_ratio", round(result["gpu_vs_cpu_ratio"], 4))
+
+
+def run(args, result: dict) -> dict:
+    """The generation; *result* is filled as it goes, so the caller can send what was established on failure."""
+    result.update({"requested_device": args.device, "max_new_tokens": args.max_new_tokens,
+                   "python": sys.executable, "status": "fail"})
+    fact("gen.requested_device", args.device)
+    torch = import_stack(args, result)
+    device, dtype_name = choose_device(args, torch, result)
+    plan = size_model(args, torch, device, dtype_name, result)
+    check_fits(args, torch, plan, result)
+    tok = load_tokenizer(plan, result)
+    model = load_on_device(args, torch, plan, result)
+    inputs = prompt_inputs(torch, tok, model)
+    g = generate_on_device(args, model, inputs, plan, result)
+    record_generation(torch, tok, g, plan, result)
+    compare_with_cpu(args, inputs, g, plan, result)
     if "cpu_tokens_per_s" in result or "cpu_compare_error" in result:
         result["peak_rss_bytes_with_cpu_compare"] = peak_rss_bytes()
     result["status"] = "ok"
@@ -843,11 +944,6 @@ def main(argv=None) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    try:
-        from transformers.utils import logging as tlog
-        tlog.disable_progress_bar()
-    except Exception:  # noqa: BLE001 - transformers missing is reported by run()
-        pass
     partial: dict = {}
     try:
         if args.build_only:
@@ -888,5 +984,16 @@ def main(argv=None) -> int:
     return 0
 
 
+def _exit_now(code: int) -> None:
+    """End the child as soon as its result is out: a normal interpreter exit tears down torch and transformers
+    (1.3-1.9 s measured on the 2-core machine, docs/BENCHMARKS.md) and the parent waits for the exit."""
+    for stream in (_out, sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a closed pipe: nothing more can be said anyway
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    _exit_now(main())
