@@ -16,8 +16,8 @@ def _progress_printer(enabled: bool, lang: str = "en"):
     from .i18n.probe_text import localize_text, probe_title
 
     def on_event(ev: dict[str, Any]) -> None:
-        if not enabled:
-            return
+        if not enabled or "probe" not in ev:
+            return   # events that are not a probe's (the generation's early verdict) are not progress lines
         title = probe_title({"id": ev["probe"], "title": ev.get("title") or ev["probe"]}, lang)
         if ev["event"] == "start":
             print(f"  … {title}", file=sys.stderr, flush=True)
