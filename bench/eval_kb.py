@@ -502,6 +502,18 @@ NVIDIA-side failures. Not covered: ANSI colour codes and ZLUDA/HIP SDK logs (no 
 established cause was found in time). Labels not yet rows of `kb-required-ids.md` are listed in
 `tests/eval/heldout/new-ids.txt` (failures issue 14 asks the KB to add).
 
+**Held-out batch 2** (`tests/eval/heldout/batch2/`, frozen 2026-12-01 15:27 UTC, before that round's KB and
+matcher changes): 30 logs (25 with a cause over 18 ids, 5 healthy or unrelated) and 20 descriptions (10 Chinese,
+10 English), collected the same way from threads nothing in the repository or in the other helpers' work cited;
+ROCm 5.4-6.4, WSL, ZLUDA/HIP SDK on Windows, Forge/Fooocus, ollama 0.1.16, llama.cpp, vLLM, onnxruntime-ROCm,
+PaddlePaddle, docker, dmesg and nvidia-smi tables, NVIDIA-side failures. Its figures at freeze are in
+`bench/eval_baseline_batch2.json`.
+
+**Moved to tuning** (2026-12-01): ten held-out cases were exposed while that round tuned the KB (the threads of
+batch-1 descriptions s002, s008, s009, s019, s023, s036, s038 and log h056 were read; batch-2 descriptions s047,
+s057, s060 shared threads with new tuning descriptions). They moved to tuning and count in no held-out figure;
+no fresh cases replaced them yet (`tests/eval/heldout/README.md`). Batch 1 is now 67 logs and 38 descriptions.
+
 **Tuning** (`tests/eval/tuning/`): the 120 logs of issue 4 (`tests/eval/README.md`). Cases 001-115 were
 committed while the KB was being written and KB commits then widened patterns to pass them; 116-120 were
 scored once (3/5) and entries were then widened too. Every one has been seen: its figures are optimistic.
