@@ -222,10 +222,69 @@ def lint(kb: Any, today: datetime.date | None = None, current: dict[str, str] | 
     today = today or datetime.date.today()
     current = current if current is not None else current_versions(getattr(kb, "directory", None) or None)
     rules = load_rules()
+    try:
+        from . import support
+
+        matrix = support.get_matrix(getattr(kb, "directory", None) or None)
+    except Exception:  # noqa: BLE001 - a broken matrix is reported by its own lint
+        matrix = None
     out: list[Finding] = []
     for e in sorted(kb.entries, key=lambda e: e.id):
         out.extend(caveat_findings(e, rules))
         out.extend(date_findings(e, today, current))
+        if matrix is not None:
+            out.extend(matrix_findings(e, matrix))
+    return out
+
+
+# A sentence that says no wheel carries a target.  Prose must not state what the support matrix computes: when a
+# wheel in the matrix runs the target, such a sentence contradicts the install command the same report shows
+# (issue 15: gfx1103 prose kept saying "no official wheel carries it" after torch 2.13 listed it).  A sentence
+# that limits itself in time ("older wheels", "before", "until", "some releases") is not a claim about today.
+NO_WHEEL_RE = re.compile(
+    r"(?i)\bno\s+(?:official\s+|current\s+|prebuilt\s+)?(?:PyTorch\s+|ROCm\s+|torch\s+)?(?:wheels?|builds?|release)\b"
+    r"|\bwheels?\s+(?:do|does|did)\s+not\s+(?:yet\s+)?(?:ship|carry|include|contain|list)"
+    r"|\bnot\s+in\s+any\s+(?:official\s+)?(?:PyTorch\s+)?wheel")
+NO_WHEEL_ZH_RE = re.compile(r"没有(?:任何)?官方\s*wheel|wheel\s*(?:仍未|没有|不)(?:带上|包含|提供)")
+TIME_LIMITED_RE = re.compile(r"(?i)\b(?:older|old|before|until|earlier|previous|some releases)\b|旧|之前|早于|以前")
+GFX_RE = re.compile(r"\bgfx[0-9]{3,4}[0-9a-f]?\b")
+_SENT_RE = re.compile(r"(?<=[.;!?])\s+|(?<=[。；！？])|\n\s*\n|\n\s*\d+\.\s")
+
+
+def _sentences(text: str) -> list[str]:
+    return [" ".join(s.split()) for s in _SENT_RE.split(text or "") if s.strip()]
+
+
+def matrix_findings(entry: Any, matrix: Any) -> list[Finding]:
+    """Errors for prose that says no wheel carries a target some wheel of the support matrix runs (``Wheel.runs``:
+    listed in its arch list and its libraries bundled).  Placeholder text (``{gfx}``) is never judged."""
+    wheels = [w for w in (getattr(matrix, "wheels", None) or []) if getattr(w, "archs", None)]
+    if not wheels:
+        return []
+    texts: list[tuple[str, str, Any]] = []
+    for f in ("symptoms", "cause", "fix"):
+        texts.append((f, getattr(entry, f, "") or "", NO_WHEEL_RE))
+    for vendor, var in sorted((getattr(entry, "variants", None) or {}).items()):
+        for f in ("cause", "fix"):
+            if isinstance(var, dict) and isinstance(var.get(f), str):
+                texts.append((f"variants.{vendor}.{f}", var[f], NO_WHEEL_RE))
+    for lang, tr in sorted((getattr(entry, "translations", None) or {}).items()):
+        for f in ("symptoms", "cause", "fix"):
+            if isinstance(tr, dict) and isinstance(tr.get(f), str):
+                texts.append((f"translations.{lang}.{f}", tr[f], NO_WHEEL_ZH_RE if lang == "zh" else NO_WHEEL_RE))
+    out: list[Finding] = []
+    for key, text, neg in texts:
+        for sent in _sentences(text):
+            if not neg.search(sent) or TIME_LIMITED_RE.search(sent):
+                continue
+            for gfx in dict.fromkeys(GFX_RE.findall(sent)):
+                carrying = [w for w in wheels if w.runs(gfx)]
+                if carrying:
+                    w = max(carrying, key=lambda w: tuple(int(x) for x in w.torch.split(".")[:3] if x.isdigit()))
+                    out.append(Finding(entry.path, getattr(entry, "text_lines", {}).get(key.split(".")[-1], 0) or 1, 1,
+                                       "error", f"{key}: says no wheel carries {gfx}, but the support matrix has "
+                                       f"torch {w.torch} in {w.folder} running it; let {{torch_install}} say which "
+                                       f"build carries a target, or limit the sentence in time (\"older wheels\")"))
     return out
 
 

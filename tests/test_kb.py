@@ -270,6 +270,34 @@ def test_the_same_caveat_in_consecutive_steps_fails_lint(tmp_path):
     assert [f for f in _lint_dir(p.parent) if f.level == "error"] == []
 
 
+def test_prose_saying_no_wheel_carries_a_target_the_matrix_runs_fails_lint(tmp_path):
+    # issue 15: the gfx1103 prose said "no official wheel carries it" after the matrix listed torch 2.13+rocm7.2
+    import shutil
+
+    p = _entry_file(tmp_path, "1. Try fp32.\n2. No official wheel carries gfx1103 yet, so keep the override.\n")
+    (p.parent / "support").mkdir()
+    shutil.copy(Path(__file__).resolve().parent.parent / "kb" / "support" / "gpu-matrix.yaml",
+                p.parent / "support" / "gpu-matrix.yaml")
+    errs = [f for f in _lint_dir(p.parent) if f.level == "error"]
+    assert len(errs) == 1 and "gfx1103" in errs[0].message and "rocm7.2" in errs[0].message, errs
+    r = subprocess.run([sys.executable, "-m", "diagnostics", "kb", "--kb", str(p.parent), "lint"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "says no wheel carries gfx1103" in r.stdout
+    # limited in time, about a target no wheel runs natively (gfx1031), or left to the placeholder: clean
+    for fix in ("1. Older wheels do not carry gfx1103; install a newer one: {torch_install}\n"
+                "   **Caution:** replaces torch; a new virtual environment is safer.\n",
+                "1. No official wheel carries gfx1031; use the 10.3.0 override.\n",
+                "1. If the command needs an override, no official wheel carries {gfx} yet.\n"):
+        _entry_file(tmp_path, fix)
+        assert [f for f in _lint_dir(p.parent) if f.level == "error"] == [], fix
+    # a translation saying the same is an error too
+    extra = ("translations:\n  zh:\n    title: t\n    symptoms: s\n    cause: c\n    fix: |\n"
+             "      1. 目前还没有官方 wheel 包含 gfx1103。\n    source_hash: abcdef012345\n")
+    _entry_file(tmp_path, "1. Try fp32.\n", extra)
+    errs = [f for f in _lint_dir(p.parent) if f.level == "error"]
+    assert len(errs) == 1 and "translations.zh.fix" in errs[0].message, errs
+
+
 def test_checked_dates_and_versions(tmp_path):
     p = _entry_file(tmp_path, "1. do it\n", 'checked: {date: 2026-03-01, versions: {rocm: "7.1", torch: "2.15"}}\n')
     kb = load_kb(p.parent)

@@ -67,6 +67,15 @@ def test_gfx1103_gets_the_first_wheel_built_for_it_not_the_override():
     assert (inst.wheel.folder, inst.wheel.torch) == ("rocm7.2", "2.13.0")
 
 
+def test_torchaudio_of_torch_2_12_and_newer_is_2_11():
+    # torchaudio's last release is 2.11, declared for torch 2.11 and every later release (pytorch/audio#4212);
+    # a trio naming torchaudio==2.12.0 or 2.13.0 cannot be installed
+    late = [w for w in M.wheels if tuple(int(x) for x in w.torch.split(".")[:2]) >= (2, 11)]
+    assert late and all(w.torchaudio == "2.11.0" for w in late), [(w.folder, w.torch, w.torchaudio) for w in late]
+    cmd = support.recommend_install({"gpu.gfx_targets": ["gfx1201"]}, M).command()
+    assert "torchaudio==2.11.0" in cmd and "torch==2.13.0" in cmd
+
+
 def test_targets_whose_libraries_a_wheel_lacks_get_an_older_wheel_that_has_them():
     # gfx900/gfx906 are in get_arch_list() of the rocm7.2 wheels, but their rocBLAS has no Tensile files for them
     # (pytorch#179865): the install is the newest wheel whose libraries still serve them
