@@ -367,7 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true", help=_h("run_cli.print_the_report_as_json"))
     sp.set_defaults(func=cmd_match)
 
-    _register_optional(sub, "diagnostics.generation", "generate")
+    _register_optional(sub, "diagnostics.cli_generate", "generate")
     _register_optional(sub, "diagnostics.cli_sessions", "sessions")
 
     kbp = sub.add_parser("kb", help=_h("cli.knowledge_base_tools_for_contributors"))

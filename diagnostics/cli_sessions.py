@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from . import sessions
 from .cli import _h
 
 EXIT_OK, EXIT_TOOL = 0, 2
@@ -211,9 +212,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_rediagnose(args: argparse.Namespace) -> int:
     store = _store(args)
     if args.all:
-        from .store import stats as fleet
-
-        res = fleet.rediagnose_all(store)
+        res = sessions.rediagnose_fleet(store)
         if args.json:
             _out_json(res)
         else:
@@ -226,7 +225,7 @@ def cmd_rediagnose(args: argparse.Namespace) -> int:
         return EXIT_TOOL if res["errors"] else EXIT_OK
     if not args.id:
         return _err(_t("give_id"))
-    res = store.rediagnose(args.id)
+    res = sessions.rediagnose_session(store, args.id)
     if args.json:
         _out_json(res)
         return EXIT_OK

@@ -315,10 +315,8 @@ def _mark_stopped(report: dict[str, Any]) -> None:
 
 def _watched_generation(run_generation: Callable[..., dict[str, Any]], root: str, **kwargs: Any) -> dict[str, Any]:
     """The generation under the GPU monitor (busy %, VRAM, temperature, power); the monitor never breaks it."""
-    try:
-        from .monitor import monitor_facts, to_record, watch
-    except ImportError:
-        return run_generation(**kwargs)
+    from .monitor import monitor_facts, to_record, watch
+
     gen, samples = watch(run_generation, root=root, **kwargs)
     if isinstance(gen, dict):
         try:
@@ -376,11 +374,8 @@ class _GenerationRun:
             self.on_event({"event": "stage", "probe": "generation", "stage": msg})
 
     def _run(self) -> None:
-        try:
-            from .generation import run_generation
-        except ImportError as exc:
-            self.gen = {"status": "skipped", "error": f"test generation unavailable: {exc}", "facts": {}}
-            return
+        from .generation import run_generation
+
         try:
             self.gen = _watched_generation(run_generation, self.root, **self.kwargs)
         except Exception as exc:  # the report must survive a generation bug

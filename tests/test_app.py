@@ -319,7 +319,7 @@ def test_kb_unknown_entry():
 
 
 def test_hostile_kb_entry_renders_as_text(tmp_path, monkeypatch):
-    from ui import kbtools
+    from diagnostics import contrib as kbtools
 
     text = kbtools.template().replace("id: my-new-failure", "id: hostile-entry")
     text = text.replace("  What the user sees, in their words.", "  " + HOSTILE)

@@ -1,4 +1,4 @@
-"""Issue 18, contributor tools and guesses (AppTest + ui.kbtools): the KB list shows every entry with its whole
+"""Issue 18, contributor tools and guesses (AppTest + diagnostics.contrib): the KB list shows every entry with its whole
 title; search goes through the symptom retrieval ("vram full" finds the out-of-memory entries); a bad regex is
 reported plainly at its column; the untouched template is flagged; the download needs `kb lint` (caveats,
 placeholders) and every case to pass; the contributor guide is linked; a description-only match gets a
@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from diagnostics import service
 from diagnostics.kb import load_kb
-from ui import kbtools
+from diagnostics import contrib as kbtools
 
 OOM_IDS = {"hip-out-of-memory", "model-too-large-for-vram"}
 

@@ -80,7 +80,7 @@ def test_draft_from_group_and_rediagnose(db, bases, tmp_path) -> None:
     draft = at.session_state["editor_seed"]
     assert f"id: new-failure-{g['sig'][:8]}" in draft and "expect: silent" in draft
     assert draft.count("expect: fire") == len(g["samples"])
-    from ui import kbtools
+    from diagnostics import contrib as kbtools
 
     v = kbtools.validate(draft)
     assert v.error is None and all(c["ok"] for c in v.cases)

@@ -1,4 +1,4 @@
-"""ui.kbtools: the editor's validation is `kb lint`'s, a session becomes a passing test case, and the entry
+"""diagnostics.contrib: the editor's validation is `kb lint`'s, a session becomes a passing test case, and the entry
 finds the saved sessions it matches."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from diagnostics import service
 from diagnostics.kb import KBError, load_kb, parse_entry
-from ui import kbtools
+from diagnostics import contrib as kbtools
 
 NO_BINARY = '"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"\nAborted (core dumped)\n'
 OOM = "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.25 GiB. GPU 0 has a total capacity of 7.98 GiB"

@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import json
-import sys
-import types
 import uuid
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
+from diagnostics import sessions
 from diagnostics.redact import redact_report
 from diagnostics.store import SessionNotFound, Store, StoreError
 from diagnostics.store.summary import dumps
@@ -200,8 +199,9 @@ def test_compare(store: Store) -> None:
         store.compare(a, str(uuid.uuid4()))
 
 
-def test_rediagnose_with_a_service_double(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    """rediagnose() hands the stored report to diagnostics.service.rediagnose and stores what comes back."""
+def test_rediagnose_with_a_service_double(store: Store) -> None:
+    """Store.rediagnose hands the stored report to the diagnose function it is given (the service's, through
+    diagnostics.sessions) and stores what comes back."""
     seen = []
 
     def fake_rediagnose(report: dict) -> dict:
@@ -212,14 +212,8 @@ def test_rediagnose_with_a_service_double(store: Store, monkeypatch: pytest.Monk
         out["kb_version"] = "2027.01"
         return out
 
-    mod = types.ModuleType("diagnostics.service")
-    mod.rediagnose = fake_rediagnose  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "diagnostics.service", mod)
-    import diagnostics
-
-    monkeypatch.setattr(diagnostics, "service", mod, raising=False)
     sid = store.save(sample_report())
-    res = store.rediagnose(sid)
+    res = store.rediagnose(sid, fake_rediagnose)
     assert seen and seen[0]["facts"]["env.HF_TOKEN"].startswith("<SECRET-"), "the service gets the stored facts"
     assert [d["id"] for d in res["appeared"]] == ["hsa-override-wrong-value"]
     assert {d["id"] for d in res["disappeared"]} == {"hip-no-binary-for-gpu", "miopen-missing-kdb-warning"}
@@ -230,9 +224,9 @@ def test_rediagnose_with_a_service_double(store: Store, monkeypatch: pytest.Monk
     assert store.list_sessions(query="override")[1] == 1
     assert any("hsa-override-wrong-value" in n["text"] for n in store.notes(sid))
     # again: nothing changes, no new note
-    assert store.rediagnose(sid)["changed"] is False
+    assert store.rediagnose(sid, fake_rediagnose)["changed"] is False
     store.save(sample_report())
-    res_all = store.rediagnose_all()
+    res_all = store.rediagnose_all(fake_rediagnose)
     assert res_all == {"rediagnosed": 2, "changed": 1, "errors": {}}
 
 
@@ -241,7 +235,7 @@ def test_rediagnose_with_the_real_service(store: Store) -> None:
     rep = sample_report()
     rep["diagnoses"] = []  # as if saved with an empty KB
     sid = store.save(rep)
-    res = store.rediagnose(sid)
+    res = sessions.rediagnose_session(store, sid)
     got = store.get(sid)
     assert got["kb_version"]
     # the stored log carries the real "Memory access fault by GPU node-1" line, so today's KB must find something

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from alembic import command
 
+from diagnostics import sessions
 from diagnostics import verdicts
 from diagnostics.kb import KB_DIR
 from diagnostics.store import Store, _alembic_config, head_revision
@@ -20,7 +21,7 @@ from diagnostics.store.summary import parse_time
 from tests import fleet as gen
 from tests.pgserver import db_url, pg_url  # noqa: F401
 from tests.test_store_cli import cli
-from ui import kbtools
+from diagnostics import contrib as kbtools
 
 N_FLEET = 2500
 # the real abort line of ROCm/ROCm#2196 as three machines printed it (addresses, node and pid differ)
@@ -230,7 +231,7 @@ def test_group_to_entry_to_rediagnose(db_url: str, tmp_path: Path, monkeypatch: 
         assert v.cases and all(c["ok"] for c in v.cases), v.cases
         assert [c["expect"] for c in v.cases].count("silent") == 1
         (kb / f"{v.entry.id}.yaml").write_text(draft, encoding="utf-8")
-        res = fleet.rediagnose_all(store)
+        res = sessions.rediagnose_fleet(store)
         assert res["rediagnosed"] == len(reports) and not res["errors"]
         assert res["explained"] >= group["count"] and res["explained_by"].get(v.entry.id, 0) >= group["count"]
         assert res["queue_after"] == res["queue_before"] - res["explained"]

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from diagnostics import sessions
 from diagnostics import service, verdicts
 from diagnostics.cli import _problems
 from diagnostics.matcher import order, root_causes
@@ -135,7 +136,7 @@ def test_save_then_rediagnose_keeps_every_finding(tmp_path, make, first):
     assert [d["id"] for d in again["diagnoses"]] == [d["id"] for d in rep["diagnoses"]]
     assert again["verdict"] == "problems" and again["root_causes"] == rep["root_causes"]
     # and through the store's own re-diagnosis
-    res = store.rediagnose(sid)
+    res = sessions.rediagnose_session(store, sid)
     assert first not in [d["id"] for d in res["disappeared"]]
     stored = store.get(sid)
     assert stored["diagnoses"][0]["id"] == first and summary.verdict(stored) == "problems"
@@ -159,6 +160,6 @@ def test_a_saved_session_is_listed_under_its_recomputed_verdict(tmp_path):
     old["facts"] = {"torch.build": "rocm"}
     old["verdict"] = "incomplete"
     sid = store.save(old)
-    store.rediagnose(sid)
+    sessions.rediagnose_session(store, sid)
     rows, _ = store.list_sessions(verdict="unexplained")
     assert [r["id"] for r in rows] == [sid]

@@ -116,7 +116,7 @@ def warm_up() -> None:
             from diagnostics.service import get_kb
 
             get_kb()
-            import diagnostics.store  # noqa: F401  (SQLAlchemy, Alembic)
+            import diagnostics.sessions  # noqa: F401  (the store: SQLAlchemy, Alembic)
         except Exception:
             pass  # the pages report their own errors when they need these
 
@@ -151,14 +151,14 @@ def uploader_css(language: str) -> str:
 
 
 def database_url() -> str:
-    from diagnostics.store import default_url
+    from diagnostics.sessions import default_url
 
     return default_url()
 
 
 @st.cache_resource(show_spinner=False)
 def _store(url: str) -> Any:
-    from diagnostics.store import Store
+    from diagnostics.sessions import Store
 
     return Store(url)
 

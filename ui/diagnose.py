@@ -146,8 +146,7 @@ def _scroll_script() -> None:
 
 def _share(rep: dict) -> None:
     """Save (for a link and a support bundle) and download the report; secrets are removed in both."""
-    from diagnostics.redact import redact_report
-    from diagnostics.store import render_markdown
+    from diagnostics.sessions import redact_report, render_markdown
 
     stamp = str(rep.get("session_id") or "report")[:8]
     saved = st.session_state.get("saved_id")
@@ -187,7 +186,7 @@ def _share(rep: dict) -> None:
 
         copy_as_issue(rep, mask_identity=mask, key="issue")
         try:
-            from diagnostics.redact import preview_report
+            from diagnostics.sessions import preview_report
 
             prev = preview_report(rep, mask_identity=mask)
             n = len(prev.get("replacements") or [])

@@ -10,9 +10,10 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from diagnostics.i18n import t
-from diagnostics.store import STATUSES
-from diagnostics.store import stats as fleet
-from ui import auth, common, kbtools, safe
+from diagnostics import sessions
+from diagnostics.sessions import STATUSES, fleet
+from diagnostics import contrib
+from ui import auth, common, safe
 from ui.common import T, lang
 
 PATH = "fleet"
@@ -155,7 +156,7 @@ def _draft(group: dict[str, Any]) -> None:
     try:
         fire = [store.get(s["id"]) for s in group["samples"]]
         healthy = fleet.session_ids(store, "verdict", "healthy", limit=1)
-        draft = kbtools.new_entry_from_group(group, fire, store.get(healthy[0]) if healthy else None)
+        draft = contrib.new_entry_from_group(group, fire, store.get(healthy[0]) if healthy else None)
     except Exception as exc:
         st.session_state["fleet_msg"] = T("ui.kb_editor.load_failed", error=exc)
         return
@@ -192,7 +193,7 @@ st.subheader(T("ui.fleet.rediagnose_title"))
 st.caption(T("ui.fleet.rediagnose_intro"))
 if st.button(T("ui.fleet.rediagnose"), key="fleet_rediagnose", icon=":material/refresh:"):
     with st.spinner(T("ui.fleet.rediagnosing")):
-        st.session_state["fleet_rediag"] = fleet.rediagnose_all(store)
+        st.session_state["fleet_rediag"] = sessions.rediagnose_fleet(store)
     st.rerun()
 res = st.session_state.get("fleet_rediag")
 if res:

@@ -5,7 +5,6 @@ from typing import Any
 
 import streamlit as st
 
-from diagnostics.monitor import chart_data
 from ui import safe
 from ui.common import T
 
@@ -15,6 +14,8 @@ def show(gen: dict[str, Any]) -> None:
     samples = mon.get("samples") or []
     if mon.get("summary"):
         st.caption(safe.md_inline(mon["summary"]))
+    from diagnostics.sessions import chart_data  # lazily: the store behind it is not needed for the first page
+
     rows = chart_data(samples) if samples else []
     if len(rows) < 2:
         for n in (mon.get("notes") or [])[:3]:

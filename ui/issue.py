@@ -10,7 +10,7 @@ from ui.common import T
 
 def copy_as_issue(rep: dict[str, Any], mask_identity: bool = False, key: str = "issue") -> None:
     """An expander with the ready-to-paste body (st.code has its own copy button) and a .md download."""
-    from diagnostics.issue_body import render_github_issue
+    from diagnostics.sessions import render_github_issue
 
     with st.expander(T("ui.issue.title"), icon=":material/bug_report:"):
         try:

@@ -4,9 +4,10 @@ from __future__ import annotations
 import streamlit as st
 
 from diagnostics.i18n import localized_entry, t
-from diagnostics.kb import KB_DIR, SEVERITIES
+from diagnostics.contrib import KB_DIR, SEVERITIES
 from diagnostics.service import get_kb
-from ui import common, kbtools, render, safe
+from diagnostics import contrib
+from ui import common, render, safe
 from ui.common import T, lang
 
 common.style()
@@ -65,9 +66,9 @@ def show_entry(eid: str) -> None:
         st.markdown(safe.md_html("\n".join(f"- <{u}>" for u in e.links)), unsafe_allow_html=True)
     with right:
         st.subheader(T("ui.kb.when_it_fires"))
-        st.code("\n".join(kbtools.describe(e.when, lang=LANG)), language=None, wrap_lines=True)
+        st.code("\n".join(contrib.describe(e.when, lang=LANG)), language=None, wrap_lines=True)
         st.subheader(T("ui.kb.test_cases"))
-        cases = kbtools.run_cases(e)
+        cases = contrib.run_cases(e)
         passed = sum(c["ok"] for c in cases)
         (st.success if passed == len(cases) else st.error)(T("ui.kb.cases_pass", passed=passed, total=len(cases)))
         st.caption(T("ui.kb.open_case") + " " + guide_link())
@@ -81,7 +82,7 @@ def show_entry(eid: str) -> None:
                                   for k, v in t.facts.items()], hide_index=True, width="stretch")
                 if t.logs:
                     st.code(t.logs, language=None, wrap_lines=True)
-    src = kbtools.entry_source(e)
+    src = contrib.entry_source(e)
     with st.expander(T("ui.kb.yaml_file")):
         st.code(src, language="yaml")
     c1, c2 = st.columns(2)
@@ -105,10 +106,10 @@ def list_entries() -> None:
     sevs = c3.multiselect(T("ui.kb.severity"), list(SEVERITIES), key="sev", placeholder=T("ui.kb.any_severity"),
                           format_func=lambda s: t(f"severity_word.{s}", LANG))
     try:
-        found = kbtools.search(kb.entries, query, sel_tags, sevs)
+        found = contrib.search(kb.entries, query, sel_tags, sevs)
     except Exception as exc:  # the retrieval failed: say so, and fall back to the whole list
         st.warning(T("ui.kb.search_failed", error=exc))
-        found = kbtools.search(kb.entries, "", sel_tags, sevs)
+        found = contrib.search(kb.entries, "", sel_tags, sevs)
     st.caption(T("ui.kb.count", found=len(found), total=len(kb.entries))
                + (" " + T("ui.kb.ranked") if (query or "").strip() else ""))
     if not found:

@@ -6,7 +6,8 @@ import streamlit as st
 
 from diagnostics.i18n import localized_entry, t
 from diagnostics.service import get_kb
-from ui import common, kbtools, render, safe
+from diagnostics import contrib
+from ui import common, render, safe
 from ui.common import T, lang
 
 MATCH_LIMIT = 300
@@ -23,7 +24,7 @@ kb, _ = get_kb()
 ids = [e.id for e in kb.entries]
 if "editor_seed" in st.session_state:  # "Edit a copy" on the Knowledge base page
     st.session_state["yaml"] = st.session_state.pop("editor_seed")
-st.session_state.setdefault("yaml", kbtools.template())
+st.session_state.setdefault("yaml", contrib.template())
 
 st.title(T("ui.kb_editor.title"))
 st.caption(T("ui.kb_editor.intro"))
@@ -55,14 +56,14 @@ def _load() -> None:
     eid = st.session_state.get("start_entry")
     try:
         if how == TEMPLATE:
-            st.session_state["yaml"] = kbtools.template()
+            st.session_state["yaml"] = contrib.template()
         elif how == EXISTING and eid:
-            st.session_state["yaml"] = kbtools.entry_source(kb.by_id()[eid])
+            st.session_state["yaml"] = contrib.entry_source(kb.by_id()[eid])
         elif how == SESSION_NEW and sid:
-            st.session_state["yaml"] = kbtools.new_entry_from_session(store.get(sid))
+            st.session_state["yaml"] = contrib.new_entry_from_session(store.get(sid))
         elif how == SESSION_CASE and sid and eid:
-            case = kbtools.session_case(store.get(sid), expect=st.session_state.get("start_expect", "fire"))
-            st.session_state["yaml"] = kbtools.add_case(kbtools.entry_source(kb.by_id()[eid]), case)
+            case = contrib.session_case(store.get(sid), expect=st.session_state.get("start_expect", "fire"))
+            st.session_state["yaml"] = contrib.add_case(contrib.entry_source(kb.by_id()[eid]), case)
         else:
             st.session_state["load_msg"] = T("ui.kb_editor.choose_first")
     except Exception as exc:
@@ -109,13 +110,13 @@ with st.expander(T("ui.kb_editor.start_from_placeholder"), expanded=False):
 left, right = st.columns([3, 2])
 with left:
     text = st.text_area(T("ui.kb_editor.entry_yaml"), key="yaml", height=560, help=T("ui.kb_editor.entry_help"))
-v = kbtools.validate(text or "", existing_ids=ids, lang=LANG)
+v = contrib.validate(text or "", existing_ids=ids, lang=LANG)
 with right:
     st.subheader(T("ui.kb_editor.check"))
     if v.error is not None:
         st.error(T("ui.kb_editor.error_at", line=v.error.line, col=v.error.col,
                    message=safe.md_inline(v.error.message, 500)))
-        st.code(kbtools.error_context(text or "", v.error), language=None)
+        st.code(contrib.error_context(text or "", v.error), language=None)
         st.caption(T("ui.kb_editor.lint_reports"))
         st.code(str(v.error), language=None, wrap_lines=True)
     else:
@@ -154,7 +155,7 @@ with right:
             if cached and cached[0] == key:
                 hits, seen = cached[1]
             else:
-                hits, seen = kbtools.sessions_matching(e, store, limit=MATCH_LIMIT)
+                hits, seen = contrib.sessions_matching(e, store, limit=MATCH_LIMIT)
                 st.session_state["_matches"] = (key, (hits, seen))
             if not hits:
                 st.caption(T("ui.kb_editor.recent_none", seen=seen))
@@ -186,7 +187,7 @@ with right:
         if failing:
             blocked.append(T("ui.kb_editor.blocked_cases", count=failing))
     st.download_button(T("ui.kb.download_yaml"), icon=":material/download:", data=lambda: (text or "").encode("utf-8"),
-                       file_name=f"{kbtools.guess_id(text or '')}.yaml", mime="application/x-yaml",
+                       file_name=f"{contrib.guess_id(text or '')}.yaml", mime="application/x-yaml",
                        disabled=bool(blocked), key="download_yaml", help=T("ui.kb_editor.how_to_submit"))
     if blocked:
         st.caption(T("ui.kb_editor.download_blocked", reasons="; ".join(blocked)))

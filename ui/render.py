@@ -289,10 +289,9 @@ def unexplained(rep: dict[str, Any]) -> None:
 
 
 def facts_table(facts: dict[str, Any]) -> None:
-    try:
-        from diagnostics.facts import CATALOGUE
-    except Exception:
-        CATALOGUE = {}
+    from diagnostics.service import factcat
+
+    CATALOGUE = factcat.CATALOGUE
     rows = [{T("ui.render.col_fact"): k, T("ui.render.col_value"): safe.short(fmt_value(v), 300),
              T("ui.render.col_meaning"): (CATALOGUE.get(k) or ("", ""))[1]} for k, v in sorted(facts.items())]
     st.dataframe(rows, hide_index=True, width="stretch")

@@ -163,7 +163,7 @@ def _exports(sid: str) -> None:
 
 
 def show_session(sid: str) -> None:
-    from diagnostics.store import STATUSES, SessionNotFound
+    from diagnostics.sessions import STATUSES, SessionNotFound, rediagnose_session
 
     if st.button(T("ui.sessions.all_sessions"), icon=":material/arrow_back:", key="back"):
         _open(None)
@@ -196,7 +196,7 @@ def show_session(sid: str) -> None:
         if st.button(T("ui.sessions.rediagnose"), icon=":material/refresh:", key="rediagnose",
                      help=T("ui.sessions.rediagnose_help")):
             try:
-                res = store.rediagnose(sid)
+                res = rediagnose_session(store, sid)
                 st.session_state["rediag_msg"] = (
                     T("ui.sessions.no_change") if not (res["appeared"] or res["disappeared"]) else
                     T("ui.sessions.rediag_changes", new=len(res["appeared"]), gone=len(res["disappeared"])))
@@ -247,7 +247,7 @@ def _import() -> None:
     with st.expander(T("ui.sessions.import_title"), icon=":material/upload_file:"):
         f = st.file_uploader(T("ui.sessions.bundle_file"), key="bundle_file")
         if f is not None and st.button(T("ui.sessions.import"), key="import"):
-            from diagnostics.store import BundleError
+            from diagnostics.sessions import BundleError
 
             try:
                 res = store.import_bundle_ex(f.getvalue())
@@ -264,7 +264,7 @@ def _import() -> None:
 
 
 def list_sessions() -> None:
-    from diagnostics.store import STATUSES
+    from diagnostics.sessions import STATUSES
 
     st.title(T("ui.sessions.title"))
     st.caption(T("ui.sessions.intro"))

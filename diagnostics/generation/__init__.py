@@ -5,15 +5,12 @@ self-contained script: stdlib + torch + transformers) with the *target* interpre
 ``diagnostics.runner.run_child``; the child reports progress, facts and results as ``@@DIAG {json}`` lines,
 so whatever it established survives a crash, a kill by the OOM killer or a timeout.
 
-Public API (used by the service, the CLI and the UI):
+Public API (used by the service and the CLI's ``generate`` command, diagnostics/cli_generate.py):
   run_generation(python, model, device, max_new_tokens, timeout, compare_cpu, progress, ..., cancel, nice) -> dict
-  register_cli(subparsers)  adds ``generate`` as in shared/CONTRACT.md
 This module imports nothing from outside the standard library at import time (platformdirs lazily).
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 from typing import Any, Callable
@@ -345,80 +342,3 @@ def render_text(g: dict[str, Any]) -> str:
     for n in g.get("notes") or []:
         lines.append(f"    note: {n}")
     return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------------------------------- CLI
-
-
-def register_cli(subparsers: Any) -> None:
-    from ..cli import _h
-
-    sp = subparsers.add_parser("generate", help=_h("generate.the_test_generation_alone"),
-                               description="Load a causal LM in a child process of the target interpreter, "
-                                           "generate, and report device, speed and memory.")
-    sp.add_argument("--model", default=None, metavar="PATH",
-                    help="local model directory or a model id already in the HF cache (never downloaded); "
-                         "default: the built-in tiny model; 'builtin:1b' builds a ~1B random model")
-    sp.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    sp.add_argument("--max-new-tokens", type=int, default=32, metavar="N")
-    sp.add_argument("--python", default=sys.executable, metavar="PATH",
-                    help="interpreter whose torch is diagnosed (default: this one)")
-    sp.add_argument("--json", action="store_true")
-    sp.add_argument("--timeout", type=float, default=600, metavar="S")
-    sp.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16", "bfloat16"])
-    sp.add_argument("--device-map", default=None, metavar="MAP",
-                    help="passed to from_pretrained, e.g. 'auto' (needs accelerate)")
-    sp.add_argument("--no-compare-cpu", dest="compare_cpu", action="store_false",
-                    help="skip the run of the same model on the CPU")
-    sp.add_argument("--force-load", action="store_true", help="load even when the estimate says it will not fit")
-    sp.add_argument("--no-diagnose", dest="diagnose", action="store_false",
-                    help="do not match the findings against the knowledge base")
-    sp.set_defaults(func=cmd_generate)
-
-
-def _diagnose(g: dict[str, Any]) -> dict[str, Any] | None:
-    try:
-        from ..service import diagnose_text
-    except ImportError:
-        return None
-    logs = [("generation", g.get("log") or "")] + [(e["source"], e["excerpt"]) for e in g.get("evidence") or []]
-    try:
-        return diagnose_text(logs=logs, dumps=[], facts=g.get("facts") or {})
-    except Exception as exc:  # noqa: BLE001 - the figures matter more than the matching
-        return {"diagnoses": [], "error": f"{type(exc).__name__}: {exc}"}
-
-
-def cmd_generate(args: argparse.Namespace) -> int:
-    if args.max_new_tokens < 1:
-        print("error: --max-new-tokens must be at least 1", file=sys.stderr)
-        return 2
-    interactive = sys.stderr.isatty()
-
-    def show(msg: str) -> None:
-        sys.stderr.write(("\r\033[K" if interactive else "") + f"generate: {msg}" + ("" if interactive else "\n"))
-        sys.stderr.flush()
-
-    g = run_generation(python=args.python, model=args.model, device=args.device,
-                       max_new_tokens=args.max_new_tokens, timeout=args.timeout, compare_cpu=args.compare_cpu,
-                       progress=show, dtype=args.dtype, device_map=args.device_map, force_load=args.force_load)
-    if interactive:
-        sys.stderr.write("\r\033[K")
-    diag = _diagnose(g) if args.diagnose else None
-    if diag is not None:
-        g["diagnoses"] = diag.get("diagnoses", [])
-    if args.json:
-        sys.stdout.write(json.dumps(g, indent=2, ensure_ascii=False, default=str) + "\n")
-    else:
-        print(render_text(g))
-        if diag and diag.get("diagnoses"):
-            try:
-                from ..report import render_diagnoses
-                print("\nDiagnosis:")
-                print(render_diagnoses(diag["diagnoses"], diag.get("not_ruled_out")))
-            except ImportError:
-                pass
-    if g["status"] == "ok":
-        return 0
-    if g.get("error_kind") == "start-failed":
-        return 2
-    return 1

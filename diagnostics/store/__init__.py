@@ -21,7 +21,7 @@ import re
 import time
 import uuid
 from contextlib import contextmanager
-from datetime import date, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
@@ -35,6 +35,7 @@ from .bundle import BundleError, build_bundle, parse_bundle, render_html, render
 from .models import (STATUSES, DiagnosisRow, FactRow, GenerationRow, NoteRow, ProbeResultRow, ReportRow,
                      SessionRow, metadata)
 from . import stats as fleet
+from .base import SessionNotFound, StoreError, _as_dt, _fts_phrase, _like_escape
 from .summary import dumps, parse_time, sha256_of, summarise, utcnow
 
 __all__ = ["metadata", "Store", "StoreError", "BundleError", "SessionNotFound", "default_url", "migrate", "render_markdown",
@@ -51,15 +52,6 @@ G = GenerationRow.__table__
 N = NoteRow.__table__
 R = ReportRow.__table__
 MAX_NOTE_CHARS = 100_000
-
-
-class StoreError(RuntimeError):
-    """The store cannot do what was asked (database newer than this code, bad argument, ...)."""
-
-
-class SessionNotFound(KeyError):
-    def __str__(self) -> str:  # KeyError quotes its message; this reads better in a CLI
-        return f"no session with id {self.args[0]!r}"
 
 
 def default_url() -> str:
@@ -194,31 +186,6 @@ def _valid_uuid4(value: Any) -> bool:
         return uuid.UUID(value).version == 4 and str(uuid.UUID(value)) == value.lower()
     except ValueError:
         return False
-
-
-def _as_dt(v: Any, end: bool = False) -> datetime | None:
-    if v is None or v == "":
-        return None
-    if isinstance(v, datetime):
-        return parse_time(v)
-    if isinstance(v, date):
-        d = datetime(v.year, v.month, v.day)
-        return d + timedelta(days=1) if end else d
-    if isinstance(v, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", v.strip()):
-        d = datetime.fromisoformat(v.strip())
-        return d + timedelta(days=1) if end else d
-    dt = parse_time(v)
-    if dt is None:
-        raise StoreError(f"not a date or ISO-8601 time: {v!r}")
-    return dt
-
-
-def _fts_phrase(word: str) -> str:
-    return '"' + word.replace('"', '""') + '"'
-
-
-def _like_escape(s: str) -> str:
-    return s.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _num(v: Any, kind: type) -> Any:
@@ -599,15 +566,15 @@ class Store:
         return self._write(tx)
 
     # ------------------------------------------------------------------------------------------ rediagnose
-    def rediagnose(self, sid: str) -> dict[str, Any]:
-        """Diagnose the stored facts and logs again with today's KB; update the session in place and add a note
-        saying what changed. Returns {"id", "appeared", "disappeared", "unchanged", "changed"}."""
-        from diagnostics.service import rediagnose as _rediagnose  # the lead's service layer; imported lazily
-
+    def rediagnose(self, sid: str, diagnose: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        """Diagnose the stored facts and logs again with *diagnose* (the service's ``rediagnose``: today's KB);
+        update the session in place and add a note saying what changed. Returns {"id", "appeared",
+        "disappeared", "unchanged", "changed"}. The store knows how to keep a session, not how to diagnose one:
+        the front ends call ``diagnostics.service.rediagnose_session``."""
         old = self.get(sid)
-        new = _rediagnose(json.loads(json.dumps(old)))
+        new = diagnose(json.loads(json.dumps(old)))
         if not isinstance(new, dict):
-            raise StoreError("service.rediagnose returned no report")
+            raise StoreError("the re-diagnosis returned no report")
         new = _redact_noting(new, False)
         new["session_id"] = sid
         diff = compare_reports(old, new)
@@ -644,7 +611,7 @@ class Store:
         return {"id": sid, "changed": changed, "appeared": diff["appeared"], "disappeared": diff["disappeared"],
                 "unchanged": diff["unchanged"]}
 
-    def rediagnose_all(self, batch: int = 200) -> dict[str, Any]:
+    def rediagnose_all(self, diagnose: Callable[[dict[str, Any]], dict[str, Any]], batch: int = 200) -> dict[str, Any]:
         """Re-diagnose every session (in id order, a batch at a time). Returns counts and per-session errors."""
         done = changed = 0
         errors: dict[str, str] = {}
@@ -656,13 +623,11 @@ class Store:
                 break
             for sid in ids:
                 try:
-                    r = self.rediagnose(sid)
+                    r = self.rediagnose(sid, diagnose)
                     done += 1
                     changed += bool(r["changed"])
                 except SessionNotFound:
                     continue  # deleted meanwhile
-                except ImportError:
-                    raise
                 except Exception as e:  # one bad session must not stop the rest
                     errors[sid] = f"{type(e).__name__}: {e}"
             last = ids[-1]

@@ -25,13 +25,14 @@ import hashlib
 import re
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable
 
 from sqlalchemy import delete, func, insert, or_, select, update
 from sqlalchemy import text as sql_text
 
 from .. import verdicts as _verdicts
-from .models import FacetRow, SessionRow, SignatureRow
+from .base import StoreError, _as_dt, _fts_phrase, _like_escape
+from .models import STATUSES, FacetRow, SessionRow, SignatureRow
 from .summary import parse_time
 
 S = SessionRow.__table__
@@ -281,7 +282,6 @@ class Filters:
 
 
 def _time_conds(col: Any, f: Filters) -> list[Any]:
-    from . import _as_dt
 
     lo, hi = _as_dt(f.since), _as_dt(f.until, end=True)
     out = []
@@ -294,7 +294,6 @@ def _time_conds(col: Any, f: Filters) -> list[Any]:
 
 def _session_conds(store: Any, conn: Any, f: Filters) -> list[Any]:
     """The non-time conditions of the session list on the sessions table (the verdict is today's rule's)."""
-    from . import STATUSES, StoreError, _like_escape
 
     if f.status and f.status not in STATUSES:
         raise StoreError(f"status must be one of {', '.join(STATUSES)}")
@@ -305,7 +304,6 @@ def _session_conds(store: Any, conn: Any, f: Filters) -> list[Any]:
         # counting reads every match anyway: on SQLite the trigram index serves common words too (the list's
         # newest-first scan for a common word only pays off when it stops after a page)
         if store.dialect == "sqlite" and len(word) >= 3:
-            from . import _fts_phrase
 
             store._nparam += 1
             name = f"fts_{store._nparam}"
@@ -332,8 +330,6 @@ def _session_conds(store: Any, conn: Any, f: Filters) -> list[Any]:
 
 def _bucket_expr(store: Any, col: Any, bucket: str) -> Any:
     if bucket not in BUCKETS:
-        from . import StoreError
-
         raise StoreError(f"bucket must be one of {', '.join(BUCKETS)}")
     if store.dialect == "sqlite":
         if bucket == "day":
@@ -349,8 +345,6 @@ def _nul(f: Filters) -> bool:
 def _base(store: Any, conn: Any, dim: str, f: Filters) -> tuple[Any, Any, list[Any], Any]:
     """(value column, created_at column, conditions, session id column) for counting *dim* under *f*."""
     if dim not in DIMENSIONS:
-        from . import StoreError
-
         raise StoreError(f"dimension must be one of {', '.join(DIMENSIONS)}")
     if dim in SESSION_DIMS:
         return S.c[dim], S.c.created_at, _session_conds(store, conn, f) + _time_conds(S.c.created_at, f), S.c.id
@@ -486,12 +480,12 @@ def queue_ids(store: Any) -> set[str]:
         return {r[0] for r in conn.execute(select(SG.c.session_id).distinct())}
 
 
-def rediagnose_all(store: Any) -> dict[str, Any]:
+def rediagnose_all(store: Any, diagnose: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
     """Store.rediagnose_all, plus what it did to the queue: "explained" (sessions that left the queue),
     "explained_by" ({cause id: sessions that left the queue with it as a confirmed cause}), "queue_before",
     "queue_after"."""
     before = queue_ids(store)
-    res = store.rediagnose_all()
+    res = store.rediagnose_all(diagnose)
     after = queue_ids(store)
     left = sorted(before - after)
     by: dict[str, int] = {}

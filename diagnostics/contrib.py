@@ -1,6 +1,6 @@
-"""What the knowledge-base pages need beyond the library: search, validation in the editor, turning a saved
-session into a test case, and finding the saved sessions an entry would match.  No Streamlit here: tested
-directly in tests/test_app_kbtools.py.
+"""Contributor tools (the service layer for the knowledge-base pages): search, validation in the editor, turning a
+saved session into a test case, and finding the saved sessions an entry would match.  No Streamlit here: tested
+directly in tests/test_app_kbtools.py; the pages (ui/kb.py, ui/kb_editor.py, ui/fleet.py) only render.
 
 Validation is the library's own: ``diagnostics.kb.parse_entry`` (what ``kb lint`` runs, so the editor shows
 the same ``file:line:column: message``) and ``diagnostics.matcher.evaluate_entry`` (what ``kb test`` runs).
@@ -14,10 +14,12 @@ from typing import Any, Iterable
 
 import yaml
 
-from diagnostics import facts as factcat
-from diagnostics.i18n import t
-from diagnostics.kb import KB_DIR, SEVERITIES, Cond, Entry, KBError, parse_entry
-from diagnostics.matcher import TRUE, evaluate_entry, run_case
+from . import facts as factcat
+from .i18n import t
+from .kb import KB_DIR, SEVERITIES, Cond, Entry, KBError, parse_entry
+from .kb_lint import caveat_findings
+from .matcher import TRUE, evaluate_entry, run_case
+from .service import report_texts, search_kb
 
 ID_LINE = re.compile(r"^id:\s*['\"]?([A-Za-z0-9_.-]+)", re.M)
 MAX_CASE_LOG_CHARS = 6000
@@ -31,8 +33,6 @@ def search(entries: Iterable[Entry], query: str = "", tags: Iterable[str] = (), 
     those whose id, title, symptoms, cause, tags, log patterns or translation contain every word of *query*
     literally (an id, an error code the retrieval does not rank); with at least one of *tags* and one of
     *severities* when given.  Without a query: every entry, by severity then id."""
-    from diagnostics.service import search_kb
-
     entries = list(entries)
     tags, severities = set(tags), set(severities)
 
@@ -128,8 +128,6 @@ def validate(text: str, existing_ids: Iterable[str] = (), lang: str = "en") -> V
     if v.entry.id in set(existing_ids):
         v.warnings.append(t("ui.kb_editor.id_exists", lang, id=repr(v.entry.id), path=f"kb/{v.entry.id}.yaml"))
     v.cases = run_cases(v.entry)
-    from diagnostics.kb_lint import caveat_findings
-
     v.lint = caveat_findings(v.entry)
     v.template = template_leftovers(v.entry, text)
     return v
@@ -187,8 +185,6 @@ _Dumper.add_representer(str, _str_repr)
 
 def session_logs(report: dict[str, Any]) -> str:
     """The text a session's diagnosis matched (diagnostics.service.report_texts, the one list of it)."""
-    from diagnostics.service import report_texts
-
     return "\n".join(t for _, t in report_texts(report) if t)
 
 
