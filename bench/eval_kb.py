@@ -50,6 +50,11 @@ HELDOUT2_DIR = HELDOUT_DIR / "batch2"
 HELDOUT2_LOGS = HELDOUT2_DIR / "logs"
 HELDOUT2_SYMPTOMS = HELDOUT2_DIR / "symptoms.yaml"
 HELDOUT2_FROZEN = "2026-12-01"
+# batch 3: collected and frozen 2026-12-01 (21:51 UTC) before that round's KB/matcher changes; same treatment as batch 2
+HELDOUT3_DIR = HELDOUT_DIR / "batch3"
+HELDOUT3_LOGS = HELDOUT3_DIR / "logs"
+HELDOUT3_SYMPTOMS = HELDOUT3_DIR / "symptoms.yaml"
+HELDOUT3_FROZEN = "2026-12-01"
 TUNING_SYMPTOMS = EVAL_DIR / "tuning-symptoms.yaml"   # descriptions anyone may tune on (issue 14)
 BASELINE = ROOT / "bench" / "eval_baseline.json"
 REPORT = ROOT / "docs" / "EVALUATION.md"
@@ -229,22 +234,26 @@ def load_cases(directory: Path = TUNING_DIR, run: str | None = None) -> list[Cas
 
 
 def load_heldout_cases(run: str | None = None, batch: int | None = None) -> list[Case]:
-    """Held-out logs: batch 1, batch 2, or (batch None) both."""
+    """Held-out logs: batch 1, 2 or 3, or (batch None) all of them."""
     cases: list[Case] = []
     if batch in (None, 1):
         cases += load_cases(HELDOUT_LOGS, run)
     if batch in (None, 2) and HELDOUT2_LOGS.is_dir():
         cases += load_cases(HELDOUT2_LOGS, run)
+    if batch in (None, 3) and HELDOUT3_LOGS.is_dir():
+        cases += load_cases(HELDOUT3_LOGS, run)
     return cases
 
 
 def load_heldout_symptoms(run: str | None = None, batch: int | None = None) -> list[Symptom]:
-    """Held-out descriptions: batch 1, batch 2, or (batch None) both."""
+    """Held-out descriptions: batch 1, 2 or 3, or (batch None) all of them."""
     out: list[Symptom] = []
     if batch in (None, 1):
         out += load_symptoms(HELDOUT_SYMPTOMS, run)
     if batch in (None, 2) and HELDOUT2_SYMPTOMS.is_file():
         out += load_symptoms(HELDOUT2_SYMPTOMS, run)
+    if batch in (None, 3) and HELDOUT3_SYMPTOMS.is_file():
+        out += load_symptoms(HELDOUT3_SYMPTOMS, run)
     return out
 
 
@@ -509,6 +518,16 @@ ROCm 5.4-6.4, WSL, ZLUDA/HIP SDK on Windows, Forge/Fooocus, ollama 0.1.16, llama
 PaddlePaddle, docker, dmesg and nvidia-smi tables, NVIDIA-side failures. Its figures at freeze are in
 `bench/eval_baseline_batch2.json`.
 
+**Held-out batch 3** (`tests/eval/heldout/batch3/`, frozen 2026-12-01 21:51 UTC, before that round's KB and
+matcher changes): 43 logs (34 with a cause over 26 ids, 9 healthy or unrelated) and 32 descriptions (16 Chinese,
+16 English, all copied as written), collected the same way from threads that nothing in the repository, the earlier
+batches, the tuning split or the other helpers' work in progress cited (URLs checked again just before freezing; one
+pick cited there meanwhile was replaced). ROCm 1.8 to 7.x nightlies, TheRock, torch 1.4 to 2.8, tensorflow-rocm;
+SwarmUI, ComfyUI (portable, ZLUDA), SD.Next, webui-amdgpu (DirectML), InvokeAI, ollama (systemd, ollama-for-amd on
+Windows), llama.cpp, vLLM, Ray; journald and syslog prefixes, FreeBSD drm logs, launcher timestamps, wrapped lines,
+Chinese context, a pasted collect_env output, NVIDIA-side failures. Its figures at freeze are in
+`bench/eval_baseline_batch3.json`.
+
 **Moved to tuning** (2026-12-01): ten held-out cases were exposed while that round tuned the KB (the threads of
 batch-1 descriptions s002, s008, s009, s019, s023, s036, s038 and log h056 were read; batch-2 descriptions s047,
 s057, s060 shared threads with new tuning descriptions). They moved to tuning and count in no held-out figure;
@@ -551,6 +570,13 @@ def markdown_report(results: dict[str, Any]) -> str:
     ]
     hl, hs, tl = results.get("heldout_logs"), results.get("heldout_symptoms"), results.get("tuning_logs")
     out += ["## Held-out", ""]
+    h3l, h3s = results.get("heldout3_logs"), results.get("heldout3_symptoms")
+    if h3l or h3s:
+        out += [f"### Batch 3 (frozen {HELDOUT3_FROZEN}), on its own", ""]
+        if h3l:
+            out += ["Pasted logs:", ""] + _log_figures(summarize(h3l), HELDOUT_TARGET, "target (issue 14)") + [""]
+        if h3s:
+            out += ["Symptoms in words:", ""] + _symptom_figures(summarize_symptoms(h3s)) + [""]
     h2l, h2s = results.get("heldout2_logs"), results.get("heldout2_symptoms")
     if h2l or h2s:
         out += [f"### Batch 2 (frozen {HELDOUT2_FROZEN}), on its own", ""]
@@ -558,7 +584,8 @@ def markdown_report(results: dict[str, Any]) -> str:
             out += ["Pasted logs:", ""] + _log_figures(summarize(h2l), HELDOUT_TARGET, "target (issue 14)") + [""]
         if h2s:
             out += ["Symptoms in words:", ""] + _symptom_figures(summarize_symptoms(h2s)) + [""]
-        out += ["### Batches 1 and 2 combined", ""]
+    if h2l or h2s or h3l or h3s:
+        out += ["### All batches combined", ""]
     if hl:
         s = summarize(hl)
         out += ["### Pasted logs", ""] + _log_figures(s, HELDOUT_TARGET, "target (issue 14)") + [""]
@@ -659,6 +686,10 @@ def main(argv: list[str] | None = None) -> int:
         results["heldout2_logs"] = [o for o in results["heldout_logs"] if HELDOUT2_DIR in o.case.path.parents]
         b2 = {s.id for s in load_heldout_symptoms(args.run, batch=2)}
         results["heldout2_symptoms"] = [o for o in results["heldout_symptoms"] if o.symptom.id in b2]
+        # batch 3 on its own, selected the same way
+        results["heldout3_logs"] = [o for o in results["heldout_logs"] if HELDOUT3_DIR in o.case.path.parents]
+        b3 = {s.id for s in load_heldout_symptoms(args.run, batch=3)}
+        results["heldout3_symptoms"] = [o for o in results["heldout_symptoms"] if o.symptom.id in b3]
     if args.split in ("all", "tuning"):
         results["tuning_logs"] = evaluate(load_cases(TUNING_DIR, args.run))
         if TUNING_SYMPTOMS.exists():
@@ -668,12 +699,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(summary, indent=2, ensure_ascii=False))
     else:
+        if "heldout3_logs" in results:
+            _print_logs(f"held-out batch 3 (frozen {HELDOUT3_FROZEN}) logs", results["heldout3_logs"])
+            _print_symptoms(results["heldout3_symptoms"], f"held-out batch 3 (frozen {HELDOUT3_FROZEN}) descriptions")
         if "heldout2_logs" in results:
             _print_logs(f"held-out batch 2 (frozen {HELDOUT2_FROZEN}) logs", results["heldout2_logs"])
             _print_symptoms(results["heldout2_symptoms"], f"held-out batch 2 (frozen {HELDOUT2_FROZEN}) descriptions")
         if "heldout_logs" in results:
-            _print_logs("held-out logs (batches 1+2)", results["heldout_logs"])
-            _print_symptoms(results["heldout_symptoms"], "held-out descriptions (batches 1+2)")
+            _print_logs("held-out logs (batches 1+2+3)", results["heldout_logs"])
+            _print_symptoms(results["heldout_symptoms"], "held-out descriptions (batches 1+2+3)")
         if "tuning_logs" in results:
             _print_logs("tuning logs", results["tuning_logs"])
         if "tuning_symptoms" in results:

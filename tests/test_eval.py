@@ -36,9 +36,10 @@ check = _load("eval_check_heldout", ROOT / "bench" / "eval_check_heldout.py")
 
 CASES = eval_kb.load_cases(eval_kb.TUNING_DIR)          # tuning split
 HELDOUT = eval_kb.load_heldout_cases()                  # held-out logs
-SYMPTOMS = eval_kb.load_heldout_symptoms()              # held-out descriptions (batches 1 and 2)
+SYMPTOMS = eval_kb.load_heldout_symptoms()              # held-out descriptions (batches 1, 2 and 3)
 REQUIRED_IDS_FILE = ROOT / "tests" / "eval" / "kb-required-ids.md"
 BASELINE2 = ROOT / "bench" / "eval_baseline_batch2.json"
+BASELINE3 = ROOT / "bench" / "eval_baseline_batch3.json"
 NEW_IDS_FILE = ROOT / "tests" / "eval" / "heldout" / "new-ids.txt"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -120,6 +121,34 @@ def test_heldout_descriptions_are_half_chinese_and_labelled():
     valid = _required_ids() | eval_kb.kb_ids() | _new_ids()
     unknown = sorted({s.expected for s in SYMPTOMS} - valid)
     assert not unknown, f"description labels that are no required id, kb entry or listed new id: {unknown}"
+
+
+def test_heldout_batch3_size_spread_and_languages():
+    """Batch 3 (frozen 2026-12-01) on its own: the size the round asked for, half Chinese, many ids."""
+    logs = eval_kb.load_heldout_cases(batch=3)
+    syms = eval_kb.load_heldout_symptoms(batch=3)
+    assert all(eval_kb.HELDOUT3_DIR in c.path.parents for c in logs)
+    negatives = [c for c in logs if c.negative]
+    assert len(logs) >= 40 and len(negatives) >= 8, (len(logs), len(negatives))
+    assert len({c.expected for c in logs if not c.negative}) >= 20
+    langs = collections.Counter(s.lang for s in syms)
+    assert len(syms) >= 30 and langs["zh"] >= len(syms) / 2 - 1, langs
+    # batch 3 continues the numbering of batches 1 and 2 (h099-, s066-) so names never collide
+    assert min(int(c.path.stem[1:4]) for c in logs) >= 99
+    assert min(int(s.id[1:4]) for s in syms) >= 66
+
+
+def test_heldout_batch3_threads_are_new():
+    """Every batch-3 item comes from its own thread, one no earlier held-out log or description used."""
+    b3_logs, b3_syms = eval_kb.load_heldout_cases(batch=3), eval_kb.load_heldout_symptoms(batch=3)
+    mine = [check.thread_key(c.source) for c in b3_logs] + [check.thread_key(s.source) for s in b3_syms]
+    twice = [k for k, n in collections.Counter(mine).items() if n > 1]
+    assert not twice, f"batch-3 items from the same thread: {twice}"
+    earlier = {check.thread_key(c.source) for c in HELDOUT if eval_kb.HELDOUT3_DIR not in c.path.parents}
+    b3_ids = {s.id for s in b3_syms}
+    earlier |= {check.thread_key(s.source) for s in SYMPTOMS if s.id not in b3_ids}
+    reused = sorted(k for k in mine if k in earlier)
+    assert not reused, f"batch-3 items from threads batches 1 and 2 use: {reused}"
 
 
 def test_heldout_threads_are_used_once():
@@ -213,6 +242,10 @@ def test_heldout_negatives_raise_no_new_error_level_diagnosis(heldout_outcomes):
     if BASELINE2.exists():
         b2 = json.loads(BASELINE2.read_text(encoding="utf-8"))
         alarmed_then |= {m["case"] for m in b2["heldout2_logs"]["misses"] if m["expected"] == "none"}
+    # batch 3 likewise (bench/eval_baseline_batch3.json, measured once right after it was frozen)
+    if BASELINE3.exists():
+        b3 = json.loads(BASELINE3.read_text(encoding="utf-8"))
+        alarmed_then |= {m["case"] for m in b3["heldout3_logs"]["misses"] if m["expected"] == "none"}
     now = {o.case.path.name: o.alarms for o in heldout_outcomes if o.case.negative and o.alarms}
     new = {k: v for k, v in now.items() if k not in alarmed_then}
     assert not new, f"error-level diagnoses on held-out healthy/unrelated logs that were clean: {new}"
