@@ -89,7 +89,12 @@ def pasted_report(text: str, name: str = "pasted text") -> dict:
 
 
 # ------------------------------------------------------------------------------------------------ Diagnose
-def test_diagnose_page_runs_and_shows_result():
+def test_diagnose_page_runs_and_shows_result(tmp_path, monkeypatch):
+    """The whole live run behind the button, against a CPU-only torch the test brings (whatever torch this machine
+    has: the page's story must not depend on it)."""
+    from tests.fakes import CPU_ONLY, make_fake_torch
+
+    monkeypatch.setenv("PYTHONPATH", str(make_fake_torch(tmp_path, CPU_ONLY)))
     at = AppTest.from_file("../app.py", default_timeout=60).run()
     assert not at.exception
     assert at.title[0].value == "Diagnose a GPU machine-learning setup"
@@ -109,7 +114,7 @@ def test_diagnose_page_runs_and_shows_result():
     torch = next(p for p in rep["probes"] if p["id"] == "torch")
     assert "CPU-only build" in board and torch["status"] == "fail"
     assert ":red[:material/cancel:]" in board
-    # this machine has a CPU torch: a cause names it, and its fix is rendered from Markdown to HTML
+    # the CPU torch is named as a cause, and its fix is rendered from Markdown to HTML
     assert any(d["id"] == "torch-cpu-only-wheel" for d in rep["diagnoses"])
     assert any("<ol>" in h or "<li>" in h for h in unsafe_html(at))
 

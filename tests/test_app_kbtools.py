@@ -101,8 +101,12 @@ def test_a_session_as_a_silent_case_that_fires_is_reported_failing(kb):
     assert v.error is None and not v.ok and v.cases[-1] == {**v.cases[-1], "ok": False, "got": "fire"}
 
 
-def test_new_entry_from_a_session_is_valid_and_keeps_its_facts():
+def test_new_entry_from_a_session_is_valid_and_keeps_its_facts(tmp_path, monkeypatch):
+    from tests.fakes import CPU_ONLY, make_fake_torch
+
+    monkeypatch.setenv("PYTHONPATH", str(make_fake_torch(tmp_path, CPU_ONLY)))  # the same torch on any machine
     rep = service.run_local(generate=False)
+    assert rep["facts"]["torch.build"] == "cpu"
     text = kbtools.new_entry_from_session(rep)
     v = kbtools.validate(text)
     assert v.error is None, v.error

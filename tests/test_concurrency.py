@@ -123,9 +123,13 @@ def test_kb_edited_while_sessions_match(tmp_path):
     assert len(picked_up) == 4 and max(picked_up) < 20, picked_up
 
 
-def test_several_live_runs_at_once_and_one_cancelled():
+def test_several_live_runs_at_once_and_one_cancelled(tmp_path, monkeypatch):
     """Three browser tabs press "Diagnose this machine" together; a fourth cancels.  All three reports are
-    complete, the cancelled one ends promptly, and no probe process is left."""
+    complete, the cancelled one ends promptly, and no probe process is left.  The torch is one the test brings
+    (CPU-only), so the reports are the same on any machine."""
+    from tests.fakes import CPU_ONLY, make_fake_torch
+
+    monkeypatch.setenv("PYTHONPATH", str(make_fake_torch(tmp_path, CPU_ONLY)))
     before = _own_children()
     cancel = threading.Event()
     t_cancel: dict[str, float] = {}

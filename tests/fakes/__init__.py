@@ -28,6 +28,14 @@ def _boom():
 cuda = types.SimpleNamespace(is_available=_boom, get_arch_list=lambda: ['gfx900', 'gfx906', 'gfx908', 'gfx90a', 'gfx1030', 'gfx1100'])
 """
 
+# A CPU-only build as pip's default index serves it on a machine without a GPU: imports, answers, sees no device.
+CPU_ONLY = """
+import types
+__version__ = '2.5.1+cpu'
+version = types.SimpleNamespace(hip=None, cuda=None)
+cuda = types.SimpleNamespace(is_available=lambda: False, device_count=lambda: 0, get_arch_list=lambda: [])
+"""
+
 FLOOD = """
 import sys
 for i in range(200000):
