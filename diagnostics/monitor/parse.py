@@ -217,6 +217,29 @@ def parse_amd_smi_metric(text: str) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------------------------------- rocm-smi
 
 
+# rocm-smi JSON keys (lower-cased) -> sample field, how the value is kept; the first that matches wins
+def _int_or_none(val: Any) -> int | None:
+    v = _num(val)
+    return None if v is None else int(v)
+
+
+def _mhz(val: Any) -> float | None:
+    m = _MHZ_RE.search(str(val))
+    return float(m.group(1)) if m else None
+
+
+_ROCM_SMI_FIELDS: list[tuple[str, Any, Any]] = [
+    ("busy_pct", lambda k: k == "gpu use (%)", _num),
+    ("vram_used_bytes", lambda k: k == "vram total used memory (b)", _int_or_none),
+    ("vram_total_bytes", lambda k: k == "vram total memory (b)", _int_or_none),
+    ("temp_c", lambda k: k.startswith("temperature (sensor edge)"), _num),
+    ("temp_hot_c", lambda k: k.startswith("temperature (sensor junction)"), _num),
+    ("power_w", lambda k: "graphics package power (w)" in k and "max" not in k, _num),
+    ("power_cap_w", lambda k: k.startswith("max graphics package power"), _num),
+    ("sclk_mhz", lambda k: k.startswith("sclk clock speed"), _mhz),
+]
+
+
 def parse_rocm_smi_json(text: str) -> list[dict[str, Any]]:
     """``rocm-smi --showuse --showmeminfo vram --showtemp --showpower --showclocks --json``."""
     data = _json_from(text)
@@ -231,38 +254,12 @@ def parse_rocm_smi_json(text: str) -> list[dict[str, Any]]:
         for k, val in card.items():
             kl = k.lower()
             try:
-                if kl == "gpu use (%)":
-                    v = _num(val)
-                    if v is not None:
-                        r["busy_pct"] = v
-                elif kl == "vram total used memory (b)":
-                    v = _num(val)
-                    if v is not None:
-                        r["vram_used_bytes"] = int(v)
-                elif kl == "vram total memory (b)":
-                    v = _num(val)
-                    if v is not None:
-                        r["vram_total_bytes"] = int(v)
-                elif kl.startswith("temperature (sensor edge)"):
-                    v = _num(val)
-                    if v is not None:
-                        r["temp_c"] = v
-                elif kl.startswith("temperature (sensor junction)"):
-                    v = _num(val)
-                    if v is not None:
-                        r["temp_hot_c"] = v
-                elif "graphics package power (w)" in kl and "max" not in kl:
-                    v = _num(val)
-                    if v is not None:
-                        r["power_w"] = v
-                elif kl.startswith("max graphics package power"):
-                    v = _num(val)
-                    if v is not None:
-                        r["power_cap_w"] = v
-                elif kl.startswith("sclk clock speed"):
-                    mm = _MHZ_RE.search(str(val))
-                    if mm:
-                        r["sclk_mhz"] = float(mm.group(1))
+                field, conv = next(((name, conv) for name, is_it, conv in _ROCM_SMI_FIELDS if is_it(kl)), (None, None))
+                if field is None:
+                    continue
+                v = conv(val)
+                if v is not None:
+                    r[field] = v
             except BadOutput:
                 raise BadOutput(f"rocm-smi field {k!r} has a value that is not a number: {str(val)[:40]!r}") from None
         if "temp_c" not in r and "temp_hot_c" in r:

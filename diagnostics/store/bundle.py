@@ -262,6 +262,12 @@ def _fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
+def _code_block(text: str) -> list[str]:
+    """*text* as a fenced block whose fence no line of it can close."""
+    f = _fence(text)
+    return [f + "text", text, f]
+
+
 _ENTITY = re.compile(r"&(?=#[0-9]{1,8};?|#[xX][0-9a-fA-F]{1,8};?|[A-Za-z][A-Za-z0-9]{1,31};)")
 
 
@@ -297,9 +303,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         out.append("")
         for ev in d.get("evidence") or []:
             if isinstance(ev, dict):
-                ex = str(ev.get("excerpt", ""))
-                f = _fence(ex)
-                out += [f"Evidence from {_inline(ev.get('source', ''))}:", "", f + "text", ex, f, ""]
+                out += [f"Evidence from {_inline(ev.get('source', ''))}:", "",
+                        *_code_block(str(ev.get("excerpt", ""))), ""]
         fix = d.get("fix")
         if isinstance(fix, str) and fix.strip():
             out += ["**Fix**", "", _safe_markdown(fix.strip()), ""]
@@ -325,8 +330,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         out += ["## Test generation", "", "| | |", "|---|---|"]
         out += [f"| {_cell(k)} | {_cell(v)} |" for k, v in gen.items() if k != "text"]
         if isinstance(gen.get("text"), str):
-            f = _fence(gen["text"])
-            out += ["", f + "text", gen["text"], f]
+            out += ["", *_code_block(gen["text"])]
         out.append("")
     reds = [r for r in report.get("redactions") or [] if isinstance(r, dict)]
     if reds:
@@ -336,9 +340,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         out.append("")
     for lg in report.get("logs") or []:
         if isinstance(lg, dict):
-            text = str(lg.get("text", ""))
-            f = _fence(text)
-            out += [f"## Log: {_inline(lg.get('name', ''))}", "", f + "text", text, f, ""]
+            out += [f"## Log: {_inline(lg.get('name', ''))}", "", *_code_block(str(lg.get("text", ""))), ""]
     return "\n".join(out)
 
 
