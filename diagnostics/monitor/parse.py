@@ -74,6 +74,12 @@ def _num(text: Any) -> float | None:
 # ---------------------------------------------------------------------------------------------- nvidia-smi
 
 
+# --query-gpu field -> sample field, scale (MiB -> bytes: kept as an int)
+_NVIDIA_SAMPLE_FIELDS = [("utilization.gpu", "busy_pct", 1), ("memory.used", "vram_used_bytes", MIB),
+                         ("memory.total", "vram_total_bytes", MIB), ("temperature.gpu", "temp_c", 1),
+                         ("power.draw", "power_w", 1), ("clocks.sm", "sclk_mhz", 1)]
+
+
 def parse_nvidia_line(line: str, fields: list[str] | None = None) -> dict[str, Any]:
     """One line of ``nvidia-smi --query-gpu=<fields> --format=csv,noheader,nounits``."""
     fields = fields or NVIDIA_FIELDS
@@ -85,24 +91,10 @@ def parse_nvidia_line(line: str, fields: list[str] | None = None) -> dict[str, A
     if idx is None:
         raise BadOutput(f"no GPU index in {line[:80]!r}")
     r: dict[str, Any] = {"gpu": int(idx)}
-    v = _num(got.get("utilization.gpu"))
-    if v is not None:
-        r["busy_pct"] = v
-    v = _num(got.get("memory.used"))
-    if v is not None:
-        r["vram_used_bytes"] = int(v * MIB)
-    v = _num(got.get("memory.total"))
-    if v is not None:
-        r["vram_total_bytes"] = int(v * MIB)
-    v = _num(got.get("temperature.gpu"))
-    if v is not None:
-        r["temp_c"] = v
-    v = _num(got.get("power.draw"))
-    if v is not None:
-        r["power_w"] = v
-    v = _num(got.get("clocks.sm"))
-    if v is not None:
-        r["sclk_mhz"] = v
+    for query, field, scale in _NVIDIA_SAMPLE_FIELDS:
+        v = _num(got.get(query))
+        if v is not None:
+            r[field] = int(v * scale) if scale != 1 else v
     for key in ("clocks_throttle_reasons.active", "clocks_event_reasons.active"):
         raw = got.get(key)
         if raw is None:
