@@ -3,10 +3,11 @@
 Pasted logs are matched by the KB's own patterns (diagnostics/matcher.py): that is a *confirmed* finding.  People
 also *describe* what they see ("显存不足", "生成非常慢", "torch.cuda.is_available() 返回 False", "GPU is not
 detected"), and some logs carry no known signature.  For those this module gives *ranked guesses*: BM25
-(the ``rank-bm25`` library, Okapi BM25) over one document per KB entry - its title, symptoms, cause, Chinese
-translation, the logs of its firing test cases and the phrases of the symptom vocabulary that name it
-(``diagnostics/i18n/symptoms.yaml``).  Nothing here scores by hand: the vocabulary only *normalises* words before
-BM25 sees them -
+(the ``rank-bm25`` library, Okapi BM25, k1 = :data:`BM25_K1`, b = :data:`BM25_B`) over one document per KB entry -
+what a reporter sees: its title and symptoms in English and Chinese, the logs of its firing test cases, and the
+phrases of the symptom vocabulary (``diagnostics/i18n/symptoms.yaml``) that name it, its groups and its per-entry
+``phrases:``.  Not the cause nor the fix: they explain and repair in words reporters do not use.  Nothing here
+scores by hand: the vocabulary only *normalises* words before BM25 sees them -
 
 * NFKC (full-width -> half-width), case folding, common traditional characters -> simplified;
 * synonyms and spellings to one token each (utilisation/utilization/占用率 -> ``util``; VRAM/显存/video memory ->
@@ -52,6 +53,7 @@ SYMPTOM_CONFIDENCE_CAP = 0.6  # a guess's confidence is its relative score times
 MAX_QUERY_CHARS = 256 * 1024  # a longer text is read from its end (where a failing run prints its error)
 MIN_RELATIVE = 0.3            # guesses scoring below this share of the best guess are not listed
 PRIMARY_WEIGHT = 0.5          # a vocabulary phrase joins the documents of the entries it names with this weight
+ENTRY_PHRASE_WEIGHT = 0.8     # the weight of a per-entry phrasing (the vocabulary's "phrases:" mapping)
 # Okapi BM25 parameters.  k1 is far above the textbook 1.2-2.0: an entry's own words recur in its document (its
 # title twice, its symptoms in two languages, the vocabulary phrases that name it, the logs of its test cases),
 # and how often a word recurs there is evidence the default saturation throws away after two or three
@@ -194,7 +196,18 @@ def build_lexicon(data: dict[str, Any]) -> Lexicon:
     weights: dict[str, dict[str, float]] = {}
     topics: set[str] = set()
     weak: set[str] = set()
-    for g in data["groups"]:
+    groups = list(data["groups"])
+    # per-entry phrasings: "phrases: {kb id: {zh: [...], en: [...]}}" - how people describe one entry's failure,
+    # each a group of its own that names that entry alone
+    per_entry = data.get("phrases") or {}
+    if not isinstance(per_entry, dict):
+        raise ValueError("symptom lexicon: 'phrases' must map kb ids to {zh: [...], en: [...]}")
+    for eid, langs in per_entry.items():
+        if not isinstance(langs, dict) or not (langs.get("zh") or langs.get("en")) or set(langs) - {"zh", "en"}:
+            raise ValueError(f"symptom lexicon: phrases of {eid!r}: a mapping with zh and/or en lists")
+        groups.append({"name": f"phrases:{eid}", "zh": langs.get("zh") or [], "en": langs.get("en") or [],
+                       "ids": {str(eid): ENTRY_PHRASE_WEIGHT}})
+    for g in groups:
         name = str(g.get("name") or "")
         if not name or name in weights:
             raise ValueError(f"symptom lexicon: group name missing or repeated: {name!r}")
