@@ -523,8 +523,11 @@ no fresh cases replaced them yet (`tests/eval/heldout/README.md`). Batch 1 is no
 **Tuning** (`tests/eval/tuning/`): the 120 logs of issue 4 (`tests/eval/README.md`). Cases 001-115 were
 committed while the KB was being written and KB commits then widened patterns to pass them; 116-120 were
 scored once (3/5) and entries were then widened too; 121 came from a round-3 thread and 122 is the moved h056.
-The 57 tuning descriptions (`tests/eval/tuning-symptoms.yaml`, 28 Chinese) are 47 collected for tuning plus the
-ten moved ones. Every tuning case has been seen: its figures are optimistic.
+The 93 tuning descriptions (`tests/eval/tuning-symptoms.yaml`, 43 Chinese) are 47 collected for tuning, the
+ten moved ones and 36 (`wd*`) of 71 collected on 2026-12-01 from threads nothing in the repository cited; the
+other 35 (`wk*`, `tests/eval/tuning-symptoms-check.yaml`, 14 Chinese) were split off per label and language
+before that round tuned the ranking and scored once at its end ("tuning check"). Every tuning case has been
+seen: its figures are optimistic; the check half is unseen only for the round that collected it.
 """
 
 PROTOCOL = """\
