@@ -3,10 +3,11 @@
 Pasted logs are matched by the KB's own patterns (diagnostics/matcher.py): that is a *confirmed* finding.  People
 also *describe* what they see ("显存不足", "生成非常慢", "torch.cuda.is_available() 返回 False", "GPU is not
 detected"), and some logs carry no known signature.  For those this module gives *ranked guesses*: BM25
-(the ``rank-bm25`` library, Okapi BM25) over one document per KB entry - its title, symptoms, cause, Chinese
-translation, the logs of its firing test cases and the phrases of the symptom vocabulary that name it
-(``diagnostics/i18n/symptoms.yaml``).  Nothing here scores by hand: the vocabulary only *normalises* words before
-BM25 sees them -
+(the ``rank-bm25`` library, Okapi BM25, k1 = :data:`BM25_K1`, b = :data:`BM25_B`) over one document per KB entry -
+what a reporter sees: its title and symptoms in English and Chinese, the logs of its firing test cases, and the
+phrases of the symptom vocabulary (``diagnostics/i18n/symptoms.yaml``) that name it, its groups and its per-entry
+``phrases:``.  Not the cause nor the fix: they explain and repair in words reporters do not use.  Nothing here
+scores by hand: the vocabulary only *normalises* words before BM25 sees them -
 
 * NFKC (full-width -> half-width), case folding, common traditional characters -> simplified;
 * synonyms and spellings to one token each (utilisation/utilization/占用率 -> ``util``; VRAM/显存/video memory ->
@@ -52,6 +53,16 @@ SYMPTOM_CONFIDENCE_CAP = 0.6  # a guess's confidence is its relative score times
 MAX_QUERY_CHARS = 256 * 1024  # a longer text is read from its end (where a failing run prints its error)
 MIN_RELATIVE = 0.3            # guesses scoring below this share of the best guess are not listed
 PRIMARY_WEIGHT = 0.5          # a vocabulary phrase joins the documents of the entries it names with this weight
+ENTRY_PHRASE_WEIGHT = 0.8     # the weight of a per-entry phrasing (the vocabulary's "phrases:" mapping)
+# Okapi BM25 parameters.  k1 is far above the textbook 1.2-2.0: an entry's own words recur in its document (its
+# title twice, its symptoms in two languages, the vocabulary phrases that name it, the logs of its test cases),
+# and how often a word recurs there is evidence the default saturation throws away after two or three
+# occurrences.  Measured on the tuning descriptions (bench/eval_kb.py): top-1 rises on both the older ones and
+# the 2026-12-01 dev half for any k1 from 7 to 15 (a plateau; 10 is its middle); b stays at the usual 0.75.
+# (rank-bm25's BM25L and BM25Plus were tried too: in rank-bm25 0.2.2 both multiply their saturated term by the raw
+# term frequency again, so they are not the published formulas; Okapi is.)
+BM25_K1 = 10.0
+BM25_B = 0.75
 
 # CJK ideographs, CJK punctuation and full-width forms (after NFKC most full-width forms are ASCII already)
 _CJK = "\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
@@ -185,7 +196,18 @@ def build_lexicon(data: dict[str, Any]) -> Lexicon:
     weights: dict[str, dict[str, float]] = {}
     topics: set[str] = set()
     weak: set[str] = set()
-    for g in data["groups"]:
+    groups = list(data["groups"])
+    # per-entry phrasings: "phrases: {kb id: {zh: [...], en: [...]}}" - how people describe one entry's failure,
+    # each a group of its own that names that entry alone
+    per_entry = data.get("phrases") or {}
+    if not isinstance(per_entry, dict):
+        raise ValueError("symptom lexicon: 'phrases' must map kb ids to {zh: [...], en: [...]}")
+    for eid, langs in per_entry.items():
+        if not isinstance(langs, dict) or not (langs.get("zh") or langs.get("en")) or set(langs) - {"zh", "en"}:
+            raise ValueError(f"symptom lexicon: phrases of {eid!r}: a mapping with zh and/or en lists")
+        groups.append({"name": f"phrases:{eid}", "zh": langs.get("zh") or [], "en": langs.get("en") or [],
+                       "ids": {str(eid): ENTRY_PHRASE_WEIGHT}})
+    for g in groups:
         name = str(g.get("name") or "")
         if not name or name in weights:
             raise ValueError(f"symptom lexicon: group name missing or repeated: {name!r}")
@@ -394,11 +416,15 @@ class Retriever:
 
 
 def _entry_text(e: Any) -> list[str]:
-    # what the user sees and why; not the fix: people describe what happens, not what to run (the fix's
-    # commands and package names drew descriptions towards unrelated entries)
-    parts = [e.title, e.title, e.symptoms, e.cause]
+    # what the user sees: the title (twice: it names the failure) and the symptoms, in English and Chinese, and
+    # what the failure prints (the logs of the firing test cases).  Not the fix - people describe what happens, not
+    # what to run (its commands and package names drew descriptions towards unrelated entries) - and not the
+    # cause: it explains the mechanism in words reporters rarely use (wheels, ABIs, kernels, caches), which matched
+    # other entries' descriptions (measured on the tuning descriptions, issue 14: top-1 0.72 -> 0.81 on the
+    # 2026-12-01 dev half, unchanged on the older ones at k1 = 1.5).
+    parts = [e.title, e.title, e.symptoms]
     zh = (getattr(e, "translations", None) or {}).get("zh") or {}
-    parts += [zh.get("title", ""), zh.get("title", ""), zh.get("symptoms", ""), zh.get("cause", "")]
+    parts += [zh.get("title", ""), zh.get("title", ""), zh.get("symptoms", "")]
     parts += [t.logs for t in getattr(e, "tests", []) if t.expect == "fire" and t.logs]
     return parts
 
@@ -432,7 +458,7 @@ def build_retriever(entries: Iterable[Any], lex: Lexicon) -> Retriever | None:
         else:
             pairs |= {t for t in toks if _HAN.match(t)}
     vocab = frozenset(t for d in docs for t in d)
-    return Retriever(ids, BM25Okapi(docs), tok, vocab, frozenset(topic_tokens), frozenset(weak_tokens),
+    return Retriever(ids, BM25Okapi(docs, k1=BM25_K1, b=BM25_B), tok, vocab, frozenset(topic_tokens), frozenset(weak_tokens),
                      [frozenset(d) for d in docs], frozenset(pairs))
 
 
