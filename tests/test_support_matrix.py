@@ -61,10 +61,11 @@ def test_overridable_targets_get_the_family_value_and_a_wheel_with_the_sibling(g
 
 
 def test_gfx1103_gets_the_first_wheel_built_for_it_not_the_override():
-    # torch 2.13's rocm7.2 build script lists gfx1103 (pytorch#179653); the 11.0.0 override is what page-faults
+    # torch 2.13's rocm7.2 build script lists gfx1103 (pytorch#179653), and so does 2.14's; the 11.0.0 override is
+    # what page-faults
     inst = support.recommend_install({"gpu.gfx_targets": ["gfx1103"]}, M)
     assert inst is not None and inst.override is None and "gfx1103" in inst.wheel.archs
-    assert (inst.wheel.folder, inst.wheel.torch) == ("rocm7.2", "2.13.0")
+    assert (inst.wheel.folder, inst.wheel.torch) == ("rocm7.2", "2.14.0")
 
 
 def test_torchaudio_of_torch_2_12_and_newer_is_2_11():
@@ -73,7 +74,24 @@ def test_torchaudio_of_torch_2_12_and_newer_is_2_11():
     late = [w for w in M.wheels if tuple(int(x) for x in w.torch.split(".")[:2]) >= (2, 11)]
     assert late and all(w.torchaudio == "2.11.0" for w in late), [(w.folder, w.torch, w.torchaudio) for w in late]
     cmd = support.recommend_install({"gpu.gfx_targets": ["gfx1201"]}, M).command()
-    assert "torchaudio==2.11.0" in cmd and "torch==2.13.0" in cmd
+    assert "torchaudio==2.11.0" in cmd and "torch==2.14.0" in cmd
+
+
+def test_newest_cuda_wheels_are_the_measured_cu130_lists():
+    # the PyPI +cu130 wheels of 2.12-2.14 carry sm_75 ... sm_120 and no PTX (measured, audit part 4); a current
+    # driver gets the newest of them, a 12.x-only driver the cu126 build, which still has Pascal
+    for w in M.wheels:
+        if w.folder == "cu130":
+            assert w.archs == ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"], (w.torch, w.archs)
+    inst = support.recommend_install({"nvidia.compute_caps": ["sm_89"], "nvidia.driver_version": "580.95.05",
+                                      "nvidia.cuda_version": "13.0"}, M)
+    assert inst is not None and (inst.wheel.folder, inst.wheel.torch) == ("cu130", "2.14.1")
+    inst = support.recommend_install({"nvidia.compute_caps": ["sm_61"], "nvidia.driver_version": "580.95.05",
+                                      "nvidia.cuda_version": "13.0"}, M)
+    assert inst is not None and (inst.wheel.folder, inst.wheel.torch) == ("cu126", "2.14.0")
+    inst = support.recommend_install({"nvidia.compute_caps": ["sm_120"], "nvidia.driver_version": "570.86.10",
+                                      "nvidia.cuda_version": "12.8"}, M)
+    assert inst is not None and inst.wheel.folder == "cu128"
 
 
 def test_targets_whose_libraries_a_wheel_lacks_get_an_older_wheel_that_has_them():
