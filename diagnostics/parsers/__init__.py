@@ -10,7 +10,7 @@ import importlib
 
 from .base import ParseResult
 
-KINDS = ("collect_env", "rocminfo", "rocm_smi", "amd_smi", "hipconfig", "dmesg", "nvidia_smi", "check_script")
+KINDS = ("collect_env", "rocminfo", "rocm_smi", "amd_smi", "hipconfig", "dmesg", "nvidia_smi", "check_script", "hf_env")
 
 MAX_PARSE_BYTES = 8 * 1024 * 1024
 
@@ -43,6 +43,18 @@ def detect_kind(text: str) -> str | None:
     return best if best_score >= 0.3 else None
 
 
+def holds_facts(text: str) -> bool:
+    """Whether a pasted log is worth parsing for facts: a tool output is recognised in it, or it holds the
+    unambiguous check-script forms (``export HIP_VISIBLE_DEVICES=1``, ``print(torch.__version__)`` and its value,
+    a failed ``import torch``) somewhere inside a longer log."""
+    if detect_kind(text) is not None:
+        return True
+    try:
+        return bool(_module("check_script").parse_embedded(text).facts)
+    except Exception:
+        return False
+
+
 def parse(text: str, kind: str = "auto") -> ParseResult:
     if len(text) > MAX_PARSE_BYTES:
         text = text[:MAX_PARSE_BYTES]
@@ -52,14 +64,64 @@ def parse(text: str, kind: str = "auto") -> ParseResult:
     if kind == "auto":
         detected = detect_kind(text)
         if detected is None:
-            return ParseResult(kind="unknown", notes=["no parser recognised this text; it is matched as a plain log"])
+            result = ParseResult(kind="unknown", notes=["no parser recognised this text; it is matched as a plain log"])
+            _add_embedded(text, result)
+            if result.facts:
+                result.notes[0] = "no tool output recognised as a whole; the facts below come from parts of it"
+            return result
         kind = detected
+        auto = True
+    else:
+        auto = False
     if kind not in KINDS:
         raise ValueError(f"unknown dump kind {kind!r}; choose one of: auto, {', '.join(KINDS)}")
     try:
         result = _module(kind).parse(text)
     except Exception as exc:  # defensive: a parser bug must not lose the user's input
         result = ParseResult(kind=kind, notes=[f"the {kind} parser failed on this input ({type(exc).__name__}); facts may be incomplete"])
+    if auto:
+        _add_embedded(text, result)
     if truncated:
         result.notes.append(f"input longer than {MAX_PARSE_BYTES} bytes; only the first part was parsed")
     return result
+
+
+EMBEDDED_MIN = 0.7   # how sure another parser must be before its facts are added to the main one's
+
+
+def _add_embedded(text: str, result: ParseResult) -> None:
+    """A paste often holds several tools' outputs (an issue template asks for collect_env *and* rocminfo; a
+    nvidia-smi table is followed by ``print(torch.__version__)``).  Other parsers that recognise the text strongly,
+    and the unambiguous check-script forms, add the facts the main parser did not establish; on a conflict the
+    main parser's value stays and a note says so.  Each parser is linear, so this is a few more linear passes."""
+    extra: list[tuple[str, ParseResult]] = []
+    for k in available_kinds():
+        if k == result.kind or k == "check_script":
+            continue
+        try:
+            if float(_module(k).detect(text)) >= EMBEDDED_MIN:
+                extra.append((k, _module(k).parse(text)))
+        except Exception:
+            continue
+    if result.kind != "check_script":
+        try:
+            extra.append(("check_script", _module("check_script").parse_embedded(text)))
+        except Exception:
+            pass
+    for k, r in extra:
+        added = []
+        for name, value in r.facts.items():
+            if name == "env.set_names":
+                continue
+            if name not in result.facts:
+                result.facts[name] = value
+                added.append(name)
+            elif result.facts[name] != value and not name.startswith("gpu.vendors"):
+                result.notes.append(f"{k} output in the same paste says {name} = {value!r}; "
+                                    f"the {result.kind} value {result.facts[name]!r} is kept")
+        if added:
+            result.notes.append(f"also read as {k}: {', '.join(sorted(added))}")
+            result.errors.extend(e for e in r.errors if e not in result.errors)
+    env_names = sorted(n[4:] for n in result.facts if n.startswith("env.") and n != "env.set_names")
+    if env_names:
+        result.facts["env.set_names"] = env_names
