@@ -197,3 +197,38 @@ def test_embedded_reading_is_linear():
     registry_parse(big, "auto")
     hf_env.parse(big)
     assert time.perf_counter() - t0 < 20
+
+
+# --------------------------------------------------------------------------- dumps behind a log collector's prefixes
+
+LAYERS = {
+    "python logging": "2024-05-01 12:00:01,123 INFO ",
+    "python logging, dashes": "2024-05-01 12:00:01,123 - INFO - ",
+    "loguru": "2024-05-01 12:00:01.123 | INFO     | __main__:<module>:5 - ",
+    "docker compose": "webui-1  | ",
+    "docker compose -t": "webui-1  | 2024-05-01T12:00:01.123456789Z ",
+    "[stdout]": "[stdout] ",
+    "bracketed time and level": "[12:00:01] [INFO] ",
+}
+LAYER_KINDS = ("collect_env", "rocminfo", "nvidia_smi", "rocm_smi", "amd_smi", "hipconfig", "check_script", "hf_env")
+LAYER_FIXTURES = [p for k in LAYER_KINDS for p in sorted((ROOT / k).glob("*.txt"))]
+
+
+@pytest.mark.parametrize("txt", LAYER_FIXTURES, ids=[f"{p.parent.name}/{p.stem}" for p in LAYER_FIXTURES])
+def test_a_dump_behind_log_prefixes_gives_the_same_facts(txt: Path):
+    """Every line of the dump behind the same collector prefix (a dump inside a service's log), or its colons
+    full-width (a Chinese input method): the registry finds the same kind and the same facts, none different."""
+    text = txt.read_text(encoding="utf-8", errors="replace")
+    want = registry_parse(text, "auto")
+    for name, prefix in LAYERS.items():
+        got = registry_parse("\n".join(prefix + ln for ln in text.split("\n")), "auto")
+        assert got.kind == want.kind, name
+        assert got.facts == want.facts, name
+    fw = registry_parse(text.replace(": ", "： "), "auto")
+    assert fw.kind == want.kind and fw.facts == want.facts
+
+
+def test_a_tools_own_warning_line_is_not_a_log_prefix():
+    text = "$ rocm-smi\n\nWARNING: No AMD GPUs specified\nConcise Info\nGPU  Temp  AvgPwr\n"
+    from diagnostics.parsers.base import strip_log_layers
+    assert strip_log_layers(text) == text
