@@ -35,7 +35,7 @@ _LABELS: list[tuple[str, str]] = [
             r"|rocm hip version|hip ?版本"),
     ("cuda", r"torch\.version\.cuda|cuda(?:[ _]version)?(?: \(torch\))?|torch cuda version"),
     ("available", r"(?:is )?(?:cuda|rocm|hip|gpu|cuda/rocm|rocm/cuda|cuda/hip|cuda \(rocm\))(?: is)? available"
-                  r"|(?:torch\.)?cuda\.is_available\(\)|is_available\(\)|cuda|gpu available|gpu acceleration"
+                  r"|(?:torch\.)?cuda\.is_available\(\)|is_available\(\)|cuda|gpu|rocm|hip|gpu available|gpu acceleration"
                   r"|(?:cuda|rocm|hip|gpu|cuda/rocm|rocm/cuda) ?(?:是否)?可用(?:性)?|是否(?:可用|支持) ?(?:cuda|rocm|gpu)"),
     ("count", r"(?:gpu|device|cuda device|hip device|rocm device)s?(?:[ _]count)?|number of (?:gpus|devices)"
               r"|(?:torch\.)?cuda\.device_count\(\)|device_count\(\)|gpus available"
