@@ -286,8 +286,9 @@ def _read_outputs(lines: list[str], i: int, expected: list[list[str]], facts: di
         raw = lines[j].strip().strip("`").strip()
         if not raw:
             continue
-        if _PROMPT_CMD.match(raw) or _PY_C.search(raw):
-            return   # the next command: what is left printed nothing we can read
+        if _PROMPT_CMD.match(raw) or ("-c" in raw and _PY_C.search(raw)) or (
+                raw.startswith(("torch.", "print(", "import ", "pprint")) and not _CODE_LEFT.sub("", _ANY_EXPR.sub("", raw))):
+            return   # the next command (its prompt may be gone): what is left printed nothing we can read
         if raw.lstrip("\"'").startswith("hipError"):
             facts["_hip_error"] = True   # torch imported and its HIP runtime answered: a ROCm build
             return
@@ -363,7 +364,9 @@ def _parse_into(text: str, res: ParseResult, labels: bool = True) -> None:
                     env.setdefault(m.group("name"), set()).add(val)
                     names = [m.group("name")]
                     # more assignments before the same command (A=1 B=2 python ...)
-                    while rest and _ENV_SET.match(rest):
+                    for _ in range(16):       # at most 16 more (bounded work on a pathological line)
+                        if not rest or not _ENV_SET.match(rest):
+                            break
                         m2 = _ENV_SET.match(rest)
                         if not m2.group("name").startswith(GPU_ENV_PREFIXES):
                             break
@@ -386,7 +389,7 @@ def _parse_into(text: str, res: ParseResult, labels: bool = True) -> None:
             if "import torch" in code:
                 last_cmd = i
             if "torch." in code:
-                expected = _prints(code)
+                expected = _prints(code)[:8]
                 if any(expected):
                     _read_outputs(lines, i + 1, expected, facts)
             continue
