@@ -121,7 +121,7 @@ def diagnose_text(logs: Iterable[tuple[str, str]] = (), dumps: Iterable[tuple[st
     to_parse = list(dumps)
     if detect_dumps_in_logs:
         for name, text in logs:
-            if parsers.detect_kind(text[:200_000]):
+            if parsers.holds_facts(text[:200_000]):
                 to_parse.append((name, text))
     dump_facts, parsed = parse_dumps(to_parse)
     all_facts = dict(dump_facts)

@@ -1,6 +1,7 @@
 """What every dump parser returns."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -60,3 +61,53 @@ def process_facts(procs: list[GpuProcess], own: "Callable[[int], bool] | None" =
         "gpu.other_process_count": len(ps),
         "gpu.other_process_mem_bytes": sum(p.mem_bytes or 0 for p in ps),
     }
+
+
+# --------------------------------------------------------------------------------------------------
+# the layers a log collector puts in front of every line of a tool's output (what textnorm.clean_log leaves):
+# docker compose "webui-1  | ", "[stdout] ", a level word after the timestamp ("INFO ", "[INFO] ", "INFO: ")
+
+_LEVEL = r"(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRITICAL|FATAL)"
+_LAYER = re.compile(
+    r"^(?:[\w.-]{1,64}[ \t]{1,12}\|[ \t]?)?"                       # docker compose, first only: "webui-1  | "
+    r"(?:"
+    r"\[(?:stdout|stderr|out|err)\][ \t]?"                        # "[stdout] "
+    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?[ \t]?"
+    r"|\d\d:\d\d:\d\d(?:[.,]\d{1,6})?[ \t]"
+    r"|\[\d\d:\d\d:\d\d(?:[.,]\d{1,6})?\][ \t]?"
+    r"){0,3}")
+# the logger's level word, once, after the layers above: only taken when most lines carry one (a tool's own
+# "WARNING: No AMD GPUs specified" stays)
+_LEVEL_LAYER = re.compile(
+    rf"(?:[-|][ \t])?(?:{_LEVEL}[ \t]{{0,8}}\|[ \t][\w.<>:-]{{1,200}}[ \t]-[ \t]"       # loguru: "INFO     | mod:fn:12 - "
+    rf"|\[?{_LEVEL}\]?(?::|[ \t]{{1,8}}-)?[ \t])")                 # "INFO ", "[INFO] ", "INFO: ", "INFO - "
+LAYER_SAMPLE = 4000
+
+
+def strip_log_layers(text: str) -> str:
+    """Remove a log collector's per-line prefix when at least half of the paste's lines carry one (a tool's own
+    output never does: rocm-smi's one 'WARNING: ...' line is left alone).  Two anchored, bounded matches a line."""
+    if "\n" not in text:
+        return text
+    lines = text.split("\n")
+    sample = [ln for ln in lines[:LAYER_SAMPLE] if ln.strip()]
+    if len(sample) < 3:
+        return text
+    ends = [_LAYER.match(ln).end() for ln in sample]
+    strip_layer = sum(1 for e in ends if e) * 2 >= len(sample)
+    levels = sum(1 for ln, e in zip(sample, ends) if _LEVEL_LAYER.match(ln, e if strip_layer else 0))
+    strip_level = levels * 2 >= len(sample)
+    if not strip_layer and not strip_level:
+        return text
+    out = []
+    for ln in lines:
+        if ln[:1] in " \t":
+            out.append(ln)
+            continue
+        pos = _LAYER.match(ln).end() if strip_layer else 0
+        if strip_level:
+            m = _LEVEL_LAYER.match(ln, pos)
+            if m:
+                pos = m.end()
+        out.append(ln[pos:])
+    return "\n".join(out)

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..textnorm import clean_log
 from .base import ParseResult, guarded_parse
+from .hipconfig import GPU_ENV_PREFIXES
 
 KIND = "check_script"
 MAX_LINES = 20_000
@@ -28,15 +29,19 @@ LOOKAHEAD = 12   # lines between ``python -c "...print(X)..."`` and its value (w
 
 # label spellings -> fact group; matched case-insensitively on the label before ':', '=' or '?'
 _LABELS: list[tuple[str, str]] = [
-    ("version", r"(?:py)?torch(?:[ _]version|\.__version__|\s+__version__)?|torch\.version|version of (?:py)?torch"),
-    ("hip", r"torch\.version\.hip|(?:rocm/)?hip(?:[ _]version)?|rocm/hip version|torch hip version|rocm version \(torch\)"),
+    ("version", r"(?:py)?torch(?:[ _]version|\.__version__|\s+__version__)?|torch\.version|version of (?:py)?torch"
+                r"|(?:py)?torch ?版本(?:号)?"),
+    ("hip", r"torch\.version\.hip|(?:rocm/)?hip(?:[ _]version)?|rocm/hip version|torch hip version|rocm version \(torch\)"
+            r"|rocm hip version|hip ?版本"),
     ("cuda", r"torch\.version\.cuda|cuda(?:[ _]version)?(?: \(torch\))?|torch cuda version"),
     ("available", r"(?:is )?(?:cuda|rocm|hip|gpu|cuda/rocm|rocm/cuda|cuda/hip|cuda \(rocm\))(?: is)? available"
-                  r"|(?:torch\.)?cuda\.is_available\(\)|is_available\(\)|cuda|gpu available|gpu acceleration"),
+                  r"|(?:torch\.)?cuda\.is_available\(\)|is_available\(\)|cuda|gpu|rocm|hip|gpu available|gpu acceleration"
+                  r"|(?:cuda|rocm|hip|gpu|cuda/rocm|rocm/cuda) ?(?:是否)?可用(?:性)?|是否(?:可用|支持) ?(?:cuda|rocm|gpu)"),
     ("count", r"(?:gpu|device|cuda device|hip device|rocm device)s?(?:[ _]count)?|number of (?:gpus|devices)"
-              r"|(?:torch\.)?cuda\.device_count\(\)|device_count\(\)|gpus available"),
+              r"|(?:torch\.)?cuda\.device_count\(\)|device_count\(\)|gpus available"
+              r"|(?:gpu|显卡|设备|可用 ?gpu) ?(?:数量|个数|数目)"),
     ("name", r"(?:gpu|device|cuda device|hip device)(?: ?\d)?(?:[ _]name)?|(?:torch\.)?cuda\.get_device_name\(\d?\)"
-             r"|get_device_name\(\d?\)|gpu \d"),
+             r"|get_device_name\(\d?\)|gpu \d|(?:gpu|显卡|设备) ?(?:名称|名字|型号)|设备名|显卡"),
     ("arch", r"(?:torch\.)?cuda\.get_arch_list\(\)|arch(?:itecture)?[ _]list|get_arch_list\(\)"),
     ("gcn", r"gcnarchname|gcn arch(?: name)?"),
 ]
@@ -88,7 +93,7 @@ def _value(group: str, raw: str) -> tuple[str, Any] | None:
     if group == "name":
         if low in _NOT_A_NAME or low.startswith(("cuda:", "<", "device(")) or len(v) > 120 or _BOOL.get(low) is not None:
             return None
-        if v.isdigit():
+        if v.isdigit() or "torch." in v or "{" in v:
             return None
         return ("torch.device_names", re.sub(r"\s*\(UUID:.*$", "", v))
     if group in ("arch", "gcn"):
@@ -121,8 +126,9 @@ def detect(text: str) -> float:
     if any(marker in head for marker in _ENV_ONLY):
         return 0.0   # collect_env, rocminfo, nvidia-smi, hipconfig, rocm-smi: their own parsers read them
     groups: set[str] = set()
+    imported = False
     for line in clean_log(head).split("\n")[:MAX_LINES]:
-        s = line.strip()
+        s = line.strip().strip("`").strip()   # a line wrapped in inline-code backticks
         if not s or len(s) > 300:
             continue
         if ":" in s or "=" in s or "?" in s:
@@ -132,8 +138,19 @@ def detect(text: str) -> float:
             m = _EXPR_RX.match(s) or _PYC_RX.search(s)
             if m:
                 groups.add("expr:" + m.group("expr"))
-    real = {g for g in groups if not g.startswith("expr:")}
-    exprs = len(groups) - len(real)
+            else:
+                c = (_PY_C.search(s) if "-c" in s else None) or _REPL.match(s)
+                if c:
+                    for e in _ANY_EXPR.findall(c.group("code")):
+                        groups.add("expr:" + e)
+        if "import torch" in s and ((_PY_C.search(s) if "-c" in s else None) or _REPL.match(s)):
+            imported = True
+        elif imported and (_MISSING_TORCH.match(s) or _TORCH_IMPORT_FAIL.match(s)):
+            groups.add("missing")
+    real = {g for g in groups if not g.startswith("expr:") and g != "missing"}
+    exprs = sum(1 for g in groups if g.startswith("expr:"))
+    if "missing" in groups and not real:
+        return 0.5
     if exprs and not real:
         return 0.5 if exprs >= 2 else 0.4
     if len(groups) >= 3 and {"version", "available"} & real:
@@ -147,67 +164,281 @@ def parse(text: str) -> ParseResult:
     return guarded_parse(KIND, text, _parse_into, "check script")
 
 
+def parse_embedded(text: str) -> ParseResult:
+    """Only the unambiguous forms (an expression and the value it printed, ``export NAME=value`` lines, a failed
+    ``import torch``): what the registry adds when another tool's output is the main part of a paste (a pasted
+    nvidia-smi table followed by ``print(torch.__version__)``).  'Label: value' lines are left to the main parser,
+    whose own lines ('CUDA Version: 12.2' in nvidia-smi's header) would otherwise be misread."""
+    return guarded_parse(KIND, text, lambda t, r: _parse_into(t, r, labels=False), "check script")
+
+
 def _put(facts: dict[str, Any], fact: str, value: Any) -> None:
     if fact == "torch.device_names":
         names = facts.setdefault(fact, [])
         if value not in names:
             names.append(value)
+    elif fact in facts and facts[fact] != value and fact in _ONE_RUN:
+        facts.setdefault("_conflict", set()).add(fact)
     else:
         facts.setdefault(fact, value)
 
 
-def _bare(line: str) -> str | None:
-    """A line that is only a value (what the REPL or a print of one expression shows)."""
+# what one run of torch answers: two runs in one paste that answer differently (with and without an override, under
+# two masks) leave the fact unknown rather than taking the first
+_ONE_RUN = ("torch.cuda_available", "torch.device_count")
+_MASKS = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
+
+
+# every expression a check prints, in the order it appears in a command line
+_ANY_EXPR = re.compile(r"torch\.cuda\.is_available\(\)|torch\.__version__|torch\.version\.hip|torch\.version\.cuda"
+                       r"|torch\.cuda\.device_count\(\)|torch\.cuda\.get_device_name\(\d?\)|torch\.cuda\.get_arch_list\(\)")
+_PY_C = re.compile(r"(?:^|[\s;&|>$])(?:python[\d.]*|py)(?:\.exe)?\s+(?:-\w+\s+)*-c\s+(?P<code>.+)$")
+# a REPL line (the prompt is often gone: the paste normaliser strips '>>> ' and '$ ')
+_REPL = re.compile(r"^(?:(?:>>>|In \[\d+\]:)\s*)?(?P<code>(?:import torch|from torch|torch\.|print\(|pprint).*)$")
+_PROMPT_CMD = re.compile(r"^(?:>>>|In \[\d+\]:|\$ |# |PS [^>]{0,200}> |[A-Z]:\\[^>]{0,200}> )")
+# ``export HIP_VISIBLE_DEVICES=1``, ``set HSA_OVERRIDE_GFX_VERSION=10.3.0``, ``$env:HIP_VISIBLE_DEVICES="0"``,
+# an ``env`` listing line, or the assignment before a command (``HIP_VISIBLE_DEVICES=1 python -c ...``)
+_ENV_SET = re.compile(r"^(?:\$\s*|>\s*|PS [^>]{0,200}>\s*|[A-Z]:\\[^>]{0,200}>\s*)?(?:export\s+|set\s+|\$env:)?"
+                      r"(?P<name>[A-Z][A-Z0-9_]{1,80})\s*=\s*(?P<val>\"[^\"]{0,200}\"|'[^']{0,200}'|[^\s\"'#;&|]{0,200})"
+                      r"(?P<rest>.*)$")
+_MISSING_TORCH = re.compile(r"^(?:ModuleNotFoundError|ImportError): No module named ['\"]torch['\"]\s*$")
+_TORCH_IMPORT_FAIL = re.compile(r"^(?:ImportError|OSError): .{1,500}$")
+_PIP_BUILD = ("subprocess-exited-with-error", "egg_info", "pip-build-env", "Getting requirements to build",
+              "setup.py", "pip install", "Preparing metadata")
+_CODE_LEFT = re.compile(r"import torch|from torch\S* import \S+|pprint\.pp|pprint|print|[();,\s]")
+_CPU_NAME = re.compile(r"(?i)\b(?:ryzen|epyc|threadripper|xeon|athlon|core\(tm\)|intel\(r\)|snapdragon)\b")
+_VALUE_OF = {"torch.cuda.is_available()": "available", "torch.__version__": "version", "torch.version.hip": "hip",
+             "torch.version.cuda": "cuda", "torch.cuda.device_count()": "count"}
+
+
+def _group_of(expr: str) -> str | None:
+    if "get_arch_list" in expr:
+        return "arch"
+    if "get_device_name" in expr:
+        return "name"
+    return _VALUE_OF.get(expr)
+
+
+def _prints(code: str) -> list[list[str]]:
+    """For one command line, the groups each pure print (or REPL expression) shows, in order: ``print(a, b)`` gives
+    one output line 'A B'; a print that also shows strings ('CUDA:', x) is left to the label reader."""
+    out: list[list[str]] = []
+    parts = code.split("print(")
+    if len(parts) == 1:  # a REPL expression (or pprint of one)
+        body = code.strip().rstrip(";").strip()
+        if body.startswith("pprint.pp(") or body.startswith("pprint("):
+            body = body[body.index("(") + 1:]
+        exprs = _ANY_EXPR.findall(body)
+        rest = _ANY_EXPR.sub("", body).replace(")", "").strip()
+        if len(exprs) == 1 and not rest:
+            g = _group_of(exprs[0])
+            if g:
+                out.append([g])
+        return out
+    for part in parts[1:]:
+        exprs = _ANY_EXPR.findall(part)
+        if not exprs:
+            continue
+        args = part
+        depth, cut = 1, len(part)
+        for k, ch in enumerate(part):   # the print's own closing parenthesis
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+                if depth == 0:
+                    cut = k
+                    break
+        args = part[:cut]
+        exprs = _ANY_EXPR.findall(args)
+        rest = _ANY_EXPR.sub("", args).replace(",", "").strip()
+        groups = [_group_of(e) for e in exprs]
+        if exprs and not rest and all(groups):
+            out.append([g for g in groups if g])
+        else:
+            out.append([])   # a labelled print: its output line is read by the label reader
+    return out
+
+
+def _bare_value(group: str, token: str) -> tuple[str, Any] | None:
+    """A value as print() or the REPL shows it ('2.4.1+rocm6.1', True, '6.1.40091-a8dbc0c19', 'AMD Radeon ...')."""
+    v = token.strip()
+    if group in ("hip", "cuda") and v == "None":
+        return ("_none", group)
+    if group == "name":
+        v = _scalar(v)
+        if not v or _CPU_NAME.search(v) or v.startswith(("hipError", "cudaError", "Traceback")):
+            return None
+    return _value(group, v)
+
+
+def _output_line(line: str) -> bool:
     s = line.strip()
-    if not s or len(s) > 400:
-        return None
-    if s in ("True", "False", "None") or s.isdigit() or s[0] in "'\"[":
-        return s
-    return None
+    return bool(s) and not _PROMPT_CMD.match(s) and "Warning" not in s and not s.startswith(("File ", "return "))
 
 
-def _parse_into(text: str, res: ParseResult) -> None:
+def _read_outputs(lines: list[str], i: int, expected: list[list[str]], facts: dict[str, Any]) -> None:
+    """Assign the lines after a command (from index *i*) to the prints it made, in order."""
+    k = 0
+    for j in range(i, min(len(lines), i + LOOKAHEAD + 4 * len(expected))):
+        if k >= len(expected):
+            return
+        raw = lines[j].strip().strip("`").strip()
+        if not raw:
+            continue
+        if _PROMPT_CMD.match(raw) or ("-c" in raw and _PY_C.search(raw)) or (
+                raw.startswith(("torch.", "print(", "import ", "pprint")) and not _CODE_LEFT.sub("", _ANY_EXPR.sub("", raw))):
+            return   # the next command (its prompt may be gone): what is left printed nothing we can read
+        if raw.lstrip("\"'").startswith("hipError"):
+            facts["_hip_error"] = True   # torch imported and its HIP runtime answered: a ROCm build
+            return
+        if raw.startswith(("Traceback", "Aborted", "Segmentation fault")):
+            return
+        if not _output_line(raw) or len(raw) > 400:
+            continue
+        groups = expected[k]
+        if not groups:       # a labelled print: one line, read by the label reader
+            k += 1
+            continue
+        if len(groups) == 1:
+            val = raw
+            if groups[0] == "arch" and val.startswith("[") and "]" not in val:
+                stop = j
+                while stop + 1 < len(lines) and "]" not in lines[stop] and stop - j < 64:
+                    stop += 1
+                val = " ".join(x.strip() for x in lines[j:stop + 1])
+            got = _bare_value(groups[0], val)
+            if got is None:
+                continue     # a warning or a log line in between
+            _put_value(facts, got)
+            k += 1
+            continue
+        tokens = raw.split()
+        if groups[-1] == "name" and len(tokens) > len(groups):
+            tokens = tokens[:len(groups) - 1] + [" ".join(tokens[len(groups) - 1:])]
+        if len(tokens) != len(groups):
+            continue
+        got = [_bare_value(g, t) for g, t in zip(groups, tokens)]
+        if all(got):
+            for x in got:
+                _put_value(facts, x)
+            k += 1
+
+
+def _put_value(facts: dict[str, Any], got: tuple[str, Any]) -> None:
+    if got[0] == "_none":
+        facts.setdefault("_none", set()).add(got[1])
+    else:
+        _put(facts, *got)
+
+
+def _parse_into(text: str, res: ParseResult, labels: bool = True) -> None:
     lines = clean_log(text).split("\n")[:MAX_LINES]
     facts: dict[str, Any] = {}
-    i = 0
-    while i < len(lines):
-        s = lines[i].strip()
-        i += 1
+    env: dict[str, set[str]] = {}
+    inline: dict[str, int] = {}      # NAME=value before a command: how many commands it was set for
+    exported: set[str] = set()
+    n_cmds = 0
+    torch_missing = torch_import_error = None
+    last_cmd = -10 ** 9           # index of the last line that imported torch (python -c or the REPL)
+    after_frame = False
+    for i, line in enumerate(lines):
+        s = line.strip().strip("`").strip()   # a line wrapped in inline-code backticks
         if not s or len(s) > 2000:
+            after_frame = False
             continue
-        m = _EXPR_RX.match(s) or _PYC_RX.search(s)
-        if m:
-            expr = m.group("expr")
-            group = "arch" if "get_arch_list" in expr else "name" if "get_device_name" in expr else _EXPR_GROUP.get(expr)
-            if group is None:
+        if after_frame:           # the source line under 'File "...", line N' is code, not output
+            after_frame = False
+            if line[:1] in " \t":
                 continue
-            for j in range(i, min(len(lines), i + LOOKAHEAD)):
-                val = _bare(lines[j])
-                if val is None:
-                    if _EXPR_RX.match(lines[j].strip()):
-                        break      # the next expression: this one printed nothing we can read
-                    continue
-                if val.startswith("[") and "]" not in val:   # a pretty-printed list over several lines
-                    k = j
-                    while k + 1 < len(lines) and "]" not in lines[k] and k - j < 64:
-                        k += 1
-                    val = " ".join(x.strip() for x in lines[j:k + 1])
-                got = _value(group, val)
-                if got:
-                    _put(facts, *got)
-                    i = j + 1
-                break
+        if s.startswith('File "') and ", line " in s:
+            after_frame = True
             continue
-        for _, got in _pairs(s):
-            _put(facts, *got)
-    if not facts:
+        if "=" in s:
+            m = _ENV_SET.match(s)
+            if m and m.group("name").startswith(GPU_ENV_PREFIXES):
+                rest = m.group("rest").strip()
+                if not rest or rest.startswith(("#", ";", "&&", "python", "py ", "./", "bash", "sh ", "HIP_", "HSA_",
+                                                "ROCR_", "CUDA_", "AMD_", "PYTORCH_")) or _ENV_SET.match(rest):
+                    val = _scalar(m.group("val"))
+                    env.setdefault(m.group("name"), set()).add(val)
+                    names = [m.group("name")]
+                    # more assignments before the same command (A=1 B=2 python ...)
+                    for _ in range(16):       # at most 16 more (bounded work on a pathological line)
+                        if not rest or not _ENV_SET.match(rest):
+                            break
+                        m2 = _ENV_SET.match(rest)
+                        if not m2.group("name").startswith(GPU_ENV_PREFIXES):
+                            break
+                        env.setdefault(m2.group("name"), set()).add(_scalar(m2.group("val")))
+                        names.append(m2.group("name"))
+                        rest = m2.group("rest").strip()
+                    if rest.startswith(("python", "py ", "./", "bash", "sh ")):   # for this one command only
+                        for n in names:
+                            inline[n] = inline.get(n, 0) + 1
+                    else:
+                        exported.update(names)
+        cmd = _PY_C.search(s) if "-c" in s else None
+        repl = _REPL.match(s) if cmd is None else None
+        if repl and not s.startswith((">>>", "In [")) and _CODE_LEFT.sub("", _ANY_EXPR.sub("", s)):
+            repl = None           # 'torch.version.cuda: 12.1' is a label line, not a line of code
+        code = cmd.group("code") if cmd else repl.group("code") if repl else None
+        if code is not None:
+            if cmd is not None:
+                n_cmds += 1
+            if "import torch" in code:
+                last_cmd = i
+            if "torch." in code:
+                expected = _prints(code)[:8]
+                if any(expected):
+                    _read_outputs(lines, i + 1, expected, facts)
+            continue
+        if _MISSING_TORCH.match(s) and i - last_cmd <= LOOKAHEAD:
+            window = "\n".join(lines[max(0, last_cmd - 2):i])
+            if not any(mark in window for mark in _PIP_BUILD):
+                torch_missing = s
+            continue
+        if torch_import_error is None and i - last_cmd <= LOOKAHEAD and _TORCH_IMPORT_FAIL.match(s) \
+                and "No module named" not in s:
+            torch_import_error = s
+        if labels and (":" in s or "=" in s or "?" in s):
+            for _, got in _pairs(s):
+                if got[0] == "torch.device_names" and _CPU_NAME.search(str(got[1])):
+                    continue
+                _put(facts, *got)
+    for name, values in env.items():
+        if name in inline and name not in exported and inline[name] < n_cmds:
+            res.notes.append(f"{name} is set for some of the commands in this paste only; it is left unknown")
+        elif len(values) == 1:
+            facts[f"env.{name}"] = next(iter(values))
+        else:
+            res.notes.append(f"{name} is set to different values in this paste ({', '.join(sorted(values))}); "
+                             "it is left unknown")
+    for fact in sorted(facts.pop("_conflict", set())):
+        res.notes.append(f"the paste holds runs that disagree on {fact}; it is left unknown")
+        facts.pop(fact, None)
+    nones = facts.pop("_none", set())
+    if facts.pop("_hip_error", False):
+        facts.setdefault("torch.build", "rocm")
+    torch_seen = any(k.startswith("torch.") for k in facts)
+    if torch_missing and not torch_seen:
+        facts["torch.installed"] = False
+        res.errors.append(torch_missing)
+    elif torch_import_error and not torch_seen:
+        facts["torch.installed"] = True
+        facts["torch.import_error"] = torch_import_error
+        res.errors.append(torch_import_error)
+    if not facts and not nones:
         res.notes.append("no check-script values recognised (torch version, is_available, device count or name)")
         return
-    _derive(facts)
+    _derive(facts, nones)
+    env_names = sorted(k[4:] for k in facts if k.startswith("env."))
+    if env_names:
+        facts["env.set_names"] = env_names
     res.facts.update(facts)
 
 
-def _derive(facts: dict[str, Any]) -> None:
+def _derive(facts: dict[str, Any], nones: set[str] = frozenset()) -> None:
     ver = facts.get("torch.version")
     if isinstance(ver, str) and "+" in ver:
         local = ver.split("+", 1)[1].lower()
@@ -216,13 +447,19 @@ def _derive(facts: dict[str, Any]) -> None:
         if build:
             facts.setdefault("torch.build", build)
     if "torch.build" not in facts:
-        if facts.get("torch.hip_version"):
+        if "hip" in nones and "cuda" in nones:
+            facts["torch.build"] = "cpu"      # torch.version.hip and torch.version.cuda both None
+        elif facts.get("torch.hip_version"):
             facts["torch.build"] = "rocm"
         elif facts.get("torch.cuda_version"):
             facts["torch.build"] = "cuda"
-    facts.setdefault("torch.installed", True)
+    if any(k.startswith("torch.") for k in facts):
+        facts.setdefault("torch.installed", True)
     n = facts.get("torch.device_count")
-    if isinstance(n, int) and n > 0:
+    names = facts.get("torch.device_names") or []
+    if isinstance(n, int) and n > 0 and not any(f"env.{m}" in facts for m in _MASKS) and len(names) <= n:
+        # (more names than devices: several runs of torch in one paste, each seeing another GPU)
+        # (under a visible-devices mask torch counts what the mask lets through, not the GPUs the machine has)
         facts.setdefault("gpu.count", n)
     names = facts.get("torch.device_names")
     if names:

@@ -15,6 +15,7 @@ Only the standard library is used; every pattern is anchored and linear.
 """
 from __future__ import annotations
 
+import json
 import re
 
 from .base import ParseResult, guarded_parse
@@ -73,6 +74,16 @@ _NVIDIA_WHEEL = re.compile(
 _NUMERIC_VERSION = re.compile(r"^\d+(?:\.\d+)*")
 _WIDE_GAP = re.compile(r"\s{4,}")
 _ENV_LINE = re.compile(r"^([A-Z][A-Z0-9_]{1,80})=(.*)$")
+# the same report as JSON: torch's SystemEnv fields, as Stable Diffusion web UI's "Dump sysinfo" ("Torch env
+# info": {...}) and other apps embed it
+_JSON_KEYS = {
+    "torch_version": "torch_version", "cuda_compiled_version": "cuda_compiled", "hip_compiled_version": "hip_compiled",
+    "os": "os", "python_version": "python_version", "python_platform": "python_platform",
+    "is_cuda_available": "cuda_available", "cuda_runtime_version": "cuda_runtime", "nvidia_gpu_models": "gpu_models",
+    "nvidia_driver_version": "nvidia_driver", "hip_runtime_version": "hip_runtime",
+    "miopen_runtime_version": "miopen_runtime", "is_debug_build": "debug",
+}
+_JSON_LINE = re.compile(r'^\s*"(?P<key>[a-z_]{2,40})"\s*:\s*(?P<val>"(?:[^"\\]|\\.){0,2000}"|null|true|false)\s*,?\s*$')
 _CE_FRAME = re.compile(r'File "[^"\n]{0,300}collect_env\.py", line \d+')
 
 _PKG_FACTS = {
@@ -134,6 +145,8 @@ def detect(text: str) -> float:
     head = text[:400_000]
     hits = len(set(m.group(1) for m in _MARKER_RX.finditer(head)))
     hits += sum(1 for m in ("Collecting environment information", "Versions of relevant libraries") if m in head)
+    if '"torch_version":' in head and '"is_cuda_available":' in head:
+        hits += 2 + ('"cuda_compiled_version":' in head) + ('"python_platform":' in head)
     if hits >= 4:
         return 0.97
     if hits >= 2:
@@ -189,6 +202,22 @@ def _parse_into(text: str, res: ParseResult) -> None:
         if len(raw) > 4000:  # a binary blob or a minified line: not collect_env text
             continue
         line = _QUOTE_PREFIX.sub("", raw, count=1).rstrip() if raw[:1] in " \t>" else raw.rstrip()
+
+        if line[:1] in ' \t"' and '":' in line:
+            jm = _JSON_LINE.match(line)
+            if jm and jm.group("key") in _JSON_KEYS:
+                jv = jm.group("val")
+                if jv.startswith('"'):
+                    try:
+                        jv = json.loads(jv)
+                    except ValueError:
+                        jv = None
+                    name = _JSON_KEYS[jm.group("key")]
+                    if isinstance(jv, str) and name not in values:
+                        if name == "gpu_models" and "GPU " in jv:
+                            gpu_lines.extend(g.strip() for g in jv.split("\n") if _GPU_LINE.match(g.strip()))
+                        values[name] = jv.split("\n", 1)[0].strip()
+                continue
 
         # a paste that lost its line breaks: "Collecting environment information...   PyTorch version: 2.7"
         cut = line.find("PyTorch version:")

@@ -444,9 +444,14 @@ def _parse_into(text: str, res: ParseResult) -> None:
 
     # --- agents --------------------------------------------------------------------------------------
     gpus = [a for a in agents if a.is_gpu()]
+    # a snippet with neither the header nor '*** Done ***' nor the CPU agent that opens every listing (one GPU agent
+    # copied out of it) shows some GPUs, not how many there are; a grep over the whole listing keeps the CPU agent
+    snippet = not full_format and not saw_done and bool(agents) and all(a.is_gpu() for a in agents)
     if gpus:
-        if not truncated:
+        if not truncated and not snippet:
             facts["gpu.count"] = len(gpus)
+        elif snippet and not truncated:
+            res.notes.append("a part of rocminfo's listing (no header, no '*** Done ***'): the GPU count is not taken from it")
         names = [a.marketing for a in gpus]
         if all(n for n in names):
             facts["gpu.names"] = names
@@ -468,7 +473,7 @@ def _parse_into(text: str, res: ParseResult) -> None:
                 kinds.append("integrated" if "APU" in a.mem_props.upper() else "discrete")
             else:
                 kinds.append(classify_gfx(a.gfx()))
-        if all(kinds) and not truncated:
+        if all(kinds) and not truncated and not snippet:
             n_int = kinds.count("integrated")
             n_dis = kinds.count("discrete")
             facts["gpu.integrated_count"] = n_int
