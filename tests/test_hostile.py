@@ -255,7 +255,7 @@ def test_a_million_lines_with_the_error_in_the_middle(tmp_path):
     text = "\n".join(lines) + "\n"
     t0 = time.monotonic()
     res = diagnose_text(logs=[("train.log", text)])
-    assert time.monotonic() - t0 < 20
+    assert time.monotonic() - t0 < 60  # a guard against a hang or a quadratic path; speed is bench_text's
     d = next(d for d in res["diagnoses"] if d["id"] == "hip-invalid-device-function")
     # line numbers stay right across the matcher's 1 MiB chunks
     assert any(e.get("line") == 600_001 for e in d["evidence"]), d["evidence"]
