@@ -608,6 +608,11 @@ def recommend_install(facts: dict[str, Any], matrix: Matrix | None = None) -> In
 # fix-text placeholders
 
 
+# {override} where no single value runs every GPU of the machine (support.override_status "impossible")
+OVERRIDE_IMPOSSIBLE = {
+    "en": "<none: no one value runs {targets} together; hide the GPU the build lacks with HIP_VISIBLE_DEVICES instead>",
+    "zh": "<无：没有一个值能同时用于 {targets}；请改用 HIP_VISIBLE_DEVICES 隐藏该版本不支持的那块 GPU>",
+}
 GENERIC = {
     "en": {
         "torch_install": ("the torch, torchvision and torchaudio trio of one release from the PyTorch wheel folder "
@@ -658,10 +663,14 @@ def placeholder_values(facts: dict[str, Any], matrix: Matrix | None = None) -> d
         d = derive_support(facts, m)
         rec = d.get("support.override_recommended")
     inst = recommend_install(facts, m)
+    status = facts.get("support.override_status") or derive_support(facts, m).get("support.override_status")
     if rec:
         vals["override"] = rec
     elif inst is not None and inst.override:
         vals["override"] = inst.override
+    elif status == "impossible" and amd:
+        # no one value runs every GPU here (e.g. gfx1102 next to gfx1103): say so, never a family's generic value
+        vals["_override_impossible"] = " + ".join(dict.fromkeys(amd))
     rv = facts.get("rocm.version") or facts.get("torch.hip_version")
     if rv:
         pv = parse_version(rv)
@@ -692,6 +701,8 @@ def fill(text: str, values: dict[str, str | None], lang: str = "en") -> str:
         if name not in PLACEHOLDERS:
             return mo.group(0)
         v = values.get(name)
+        if name == "override" and v is None and values.get("_override_impossible"):
+            return OVERRIDE_IMPOSSIBLE.get(lang, OVERRIDE_IMPOSSIBLE["en"]).format(targets=values["_override_impossible"])
         if v is None:
             return generic[name]
         if lang == "zh" and name == "torch_install" and values.get("_install_cmd"):

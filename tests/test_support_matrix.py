@@ -325,3 +325,18 @@ def test_computed_install_never_goes_below_the_safe_torch():
         if ins is not None:
             assert tuple(int(x) for x in ins.wheel.torch.split(".")[:2]) >= MIN_SAFE_TORCH, (gfx, ins.command())
     assert seen_none > 0  # an 11.0 driver allows no safe wheel: nothing is computed
+
+
+def test_no_family_value_is_offered_where_no_override_can_work():
+    """gfx1102 next to gfx1103 with a build that carries gfx1100: 11.0.0 would run the first, nothing runs the second
+    (support.override_status "impossible"), so {override} says that instead of a family's generic value."""
+    facts = {"torch.build": "rocm", "torch.arch_list": ["gfx1030", "gfx1100"], "gpu.gfx_targets": ["gfx1102", "gfx1103"]}
+    facts.update(support.derive_support(facts))
+    assert facts["support.override_status"] == "impossible"
+    vals = support.report_values(facts)
+    en = support.fill("`export HSA_OVERRIDE_GFX_VERSION={override}`", vals)
+    zh = support.fill("`export HSA_OVERRIDE_GFX_VERSION={override}`", vals, "zh")
+    assert "gfx1102 + gfx1103" in en and "HIP_VISIBLE_DEVICES" in en and "RDNA" not in en
+    assert "gfx1102 + gfx1103" in zh and "RDNA" not in zh
+    one = {"torch.build": "rocm", "torch.arch_list": ["gfx1030", "gfx1100"], "gpu.gfx_targets": ["gfx1031"]}
+    assert support.fill("{override}", support.report_values(one)) == "10.3.0"
