@@ -211,3 +211,14 @@ def test_no_nvidia_gpu_no_module_fact(tmp_path):
     o = MemoryEmitter()
     devices.collect(str(tmp_path), o)
     assert "driver.nvidia_module_available" not in o.data
+
+
+def test_wsl_from_dev_dxg_and_no_container_guess_without_proc(tmp_path):
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev/dxg").write_text("")
+    o = MemoryEmitter()
+    system.collect(str(tmp_path), o)
+    assert o.data["container.kind"] == "wsl" and o.data["container.present"] is True
+    o = MemoryEmitter()
+    system.collect(str(tmp_path / "nothing"), o)
+    assert "container.present" not in o.data
