@@ -222,3 +222,11 @@ def test_wsl_from_dev_dxg_and_no_container_guess_without_proc(tmp_path):
     o = MemoryEmitter()
     system.collect(str(tmp_path / "nothing"), o)
     assert "container.present" not in o.data
+
+
+def test_igpu_next_to_an_nvidia_card_is_not_the_only_gpu():
+    o = run(gpus, "m-7950x-igpu-rtx4090")
+    assert o.data["gpu.integrated_count"] == 1 and o.data["gpu.discrete_count"] == 1
+    assert o.data["gpu.vendors"] == ["amd", "nvidia"]
+    assert o.data["gpu.first_is_integrated"] is False     # KFD enumerates the iGPU alone
+    assert "gpu.vram_total_bytes" not in o.data           # 512 MiB of carve-out is not the RTX 4090's memory
