@@ -47,7 +47,7 @@ def probe_tree(tree: Path, environ: dict[str, str]) -> dict[str, dict[str, Any]]
         else:
             mod.collect(str(tree), em)
         status, summary = em.statuses[-1] if em.statuses else ("ok", None)
-        out[pid] = {"status": status, "summary": summary, "facts": em.data, "notes": em.notes}
+        out[pid] = {"status": status, "summary": summary, "facts": em.data, "notes": em.notes, "logs": em.logs}
     return out
 
 
@@ -92,6 +92,8 @@ def refresh(path: Path) -> bool:
             p = {"id": pid, "status": found[pid]["status"]}
             if found[pid]["summary"]:
                 p["summary"] = found[pid]["summary"]
+            if found[pid]["logs"]:   # what a probe hands the matcher as log text (the kernel log lines, say)
+                p["logs"] = [{"name": lg["name"], "text": lg["text"]} for lg in found[pid]["logs"]]
             probes.append(p)
         elif pid in by_id:
             probes.append(by_id[pid])

@@ -32,6 +32,7 @@ def test_scenario_is_what_the_probes_find_on_its_tree(path: Path):
         if pid in lost:
             continue
         assert stated[pid]["status"] == found[pid]["status"], f"{pid}: {found[pid]['summary']}"
+        assert (stated[pid].get("logs") or []) == [{"name": lg["name"], "text": lg["text"]} for lg in found[pid]["logs"]]
         for k, v in found[pid]["facts"].items():
             emitted.setdefault(k, v)
         assert not [n for n in found[pid]["notes"] if "FACTS declaration" in n]
