@@ -230,3 +230,11 @@ def test_igpu_next_to_an_nvidia_card_is_not_the_only_gpu():
     assert o.data["gpu.vendors"] == ["amd", "nvidia"]
     assert o.data["gpu.first_is_integrated"] is False     # KFD enumerates the iGPU alone
     assert "gpu.vram_total_bytes" not in o.data           # 512 MiB of carve-out is not the RTX 4090's memory
+
+
+def test_an_acl_on_the_node_is_not_judged_from_the_group():
+    # `ls -l` shows "+": logind's uaccess ACL lets the desktop seat's user in whatever the group says
+    o = run(devices, "m-7900xtx-desktop-uaccess")
+    assert o.data["user.in_render_group"] is False and o.data["kfd.group"] == "render"
+    assert o.data["user.missing_device_gids"] == []
+    assert o.statuses[-1][0] == "ok"

@@ -95,16 +95,16 @@ def _passwd_entry(root: str, uid: int) -> tuple[str, int] | None:
     return None
 
 
-_LS_LINE = re.compile(r"^([cbdlps-][rwxsStT-]{9})[.+@]?\s+\d+\s+(\S+)\s+(\S+)\s+.*?\s(/dev/\S+)\s*$")
+_LS_LINE = re.compile(r"^([cbdlps-][rwxsStT-]{9})([.+@]?)\s+\d+\s+(\S+)\s+(\S+)\s+.*?\s(/dev/\S+)\s*$")
 RECORDED_LS = "/.recorded/ls-l-dev.txt"   # `ls -l /dev/kfd /dev/dri/*` as it was recorded with the tree
 
 
-def recorded_ownership(root: str) -> dict[str, tuple[int, int]]:
+def recorded_ownership(root: str) -> dict[str, tuple[int, int, bool]]:
     """Device-node ownership of a recorded tree: file ownership does not survive a recording (git keeps none), so
-    the tree carries the `ls -l` lines of its nodes.  path -> (gid, mode); a group name the tree's /etc/group does
-    not know is left out (unknown, not guessed)."""
+    the tree carries the `ls -l` lines of its nodes.  path -> (gid, mode, has an ACL: `ls` marks one with "+", e.g.
+    logind's uaccess grant to the seat's user); a group name the tree's /etc/group does not know is left out."""
     text = read_file(root, RECORDED_LS)
-    out: dict[str, tuple[int, int]] = {}
+    out: dict[str, tuple[int, int, bool]] = {}
     if not text:
         return out
     names: dict[str, int] = {}
@@ -116,7 +116,7 @@ def recorded_ownership(root: str) -> dict[str, tuple[int, int]]:
         m = _LS_LINE.match(line.strip())
         if not m:
             continue
-        perm, _user, group, path = m.groups()
+        perm, acl, _user, group, path = m.groups()
         gid = int(group) if group.isdigit() else names.get(group)
         if gid is None:
             continue
@@ -125,7 +125,7 @@ def recorded_ownership(root: str) -> dict[str, tuple[int, int]]:
                                  stat.S_IROTH, stat.S_IWOTH, stat.S_IXOTH)):
             if perm[1 + i] not in "-ST":
                 mode |= bit
-        out[path] = (gid, mode)
+        out[path] = (gid, mode, acl == "+")
     return out
 
 
@@ -300,25 +300,27 @@ def collect(root: str, out: Emitter) -> None:
     missing_gids: list[int] = []
     recorded = {} if live else recorded_ownership(root)
 
-    def owner(path: str) -> tuple[int, int] | None:
-        """(gid, mode) of a device node, None when not known."""
+    def owner(path: str) -> tuple[int, int, bool] | None:
+        """(gid, mode, has an ACL) of a device node, None when not known.  Live, the open itself says whether an
+        ACL lets the process in, so the ACL is not looked at."""
         if live:
             st = os.stat(rpath(root, path))
-            return st.st_gid, st.st_mode
+            return st.st_gid, st.st_mode, False
         return recorded.get(path)
 
-    def lacks(own: tuple[int, int]) -> bool:
-        gid, mode = own
-        return uid != 0 and gid not in gids and not (mode & stat.S_IROTH and mode & stat.S_IWOTH)
+    def lacks(own: tuple[int, int, bool]) -> bool:
+        """The node's group is one the process does not have, and nothing else (mode, an ACL) lets it in."""
+        gid, mode, acl = own
+        return uid != 0 and gid not in gids and not acl and not (mode & stat.S_IROTH and mode & stat.S_IWOTH)
 
     if present:
         own = owner("/dev/kfd")
+        err = _try_open(kfd) if live else None
         if own is not None:
             out.fact("kfd.group", _group_name(own[0], root))
-            if known and lacks(own):
+            if known and lacks(own) and not (live and err is None):   # a node the process opened is not missing
                 missing_gids.append(own[0])
         if live:
-            err = _try_open(kfd)
             out.fact("kfd.permission_denied", err in ("EACCES", "EPERM"))
             if err:
                 out.fact("kfd.open_error", err)
@@ -339,13 +341,13 @@ def collect(root: str, out: Emitter) -> None:
             out.fact("dri.group", _group_name(own[0], root))
         denied = False
         for n, name in zip(nodes, names):
-            if live:
-                err = _try_open(n)
-                if err in ("EACCES", "EPERM"):
-                    denied = True
-                    out.evidence("/dev/dri", f"opening {n} read-write failed: {err}")
+            err = _try_open(n) if live else None
+            if err in ("EACCES", "EPERM"):
+                denied = True
+                out.evidence("/dev/dri", f"opening {n} read-write failed: {err}")
             nown = owner(name)
-            if nown is not None and known and lacks(nown) and nown[0] not in missing_gids:
+            if nown is not None and known and lacks(nown) and not (live and err is None) \
+                    and nown[0] not in missing_gids:
                 missing_gids.append(nown[0])
         if live:
             out.fact("dri.permission_denied", denied)
