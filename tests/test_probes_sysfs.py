@@ -238,3 +238,22 @@ def test_an_acl_on_the_node_is_not_judged_from_the_group():
     assert o.data["user.in_render_group"] is False and o.data["kfd.group"] == "render"
     assert o.data["user.missing_device_gids"] == []
     assert o.statuses[-1][0] == "ok"
+
+
+@pytest.mark.parametrize("masks,supported,missing", [
+    ([], False, ["gfx1036"]),                                  # the iGPU is visible: the runtime needs its code
+    (["HIP_VISIBLE_DEVICES=0"], True, []),                    # only the 7900 XTX is left
+    (["HIP_VISIBLE_DEVICES=1"], False, ["gfx1036"]),          # only the iGPU is left
+    (["ROCR_VISIBLE_DEVICES=1,0", "HIP_VISIBLE_DEVICES=1"], True, []),   # ROCR reorders, HIP picks its 2nd
+    (["ROCR_VISIBLE_DEVICES=GPU-deadbeef00000000"], False, ["gfx1036"]),  # cannot be judged: every GPU counts
+])
+def test_arch_support_counts_only_the_gpus_the_masks_leave(masks, supported, missing):
+    """derive: a GPU hidden by ROCR_/HIP_VISIBLE_DEVICES is never loaded, so the wheel need not carry its target
+    (the iGPU of m-7800x3d-raphael-7900xtx, KFD order gfx1100, gfx1036)."""
+    from diagnostics.derive import derive
+
+    facts = {"torch.build": "rocm", "torch.arch_list": ["gfx90a", "gfx942", "gfx1030", "gfx1100"],
+             "gpu.gfx_targets": ["gfx1100", "gfx1036"], "gpu.count": 2, "gpu.vendors": ["amd"],
+             "visible_devices.masks": masks}
+    out = derive(facts)
+    assert out["torch.arch_supported"] is supported and out["torch.unsupported_archs"] == missing
