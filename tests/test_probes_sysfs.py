@@ -257,3 +257,10 @@ def test_arch_support_counts_only_the_gpus_the_masks_leave(masks, supported, mis
              "visible_devices.masks": masks}
     out = derive(facts)
     assert out["torch.arch_supported"] is supported and out["torch.unsupported_archs"] == missing
+
+
+def test_wsl_pci_bus_says_nothing_about_gpus():
+    """Under WSL2 the virtual PCI bus shows only Microsoft's render driver: no AMD GPU there is not 'no AMD GPU'."""
+    o = run(devices, "m-wsl2-dxg")
+    assert "pci.amd_gpu_count" not in o.data and "pci.gpu_count" not in o.data
+    assert o.data["kfd.present"] is False and o.statuses[-1][0] == "skipped"

@@ -157,6 +157,16 @@ def amdgpu_bound(root: str) -> bool:
     return False
 
 
+def under_wsl(root: str) -> bool:
+    """WSL2: its kernel names itself (osrelease/version say 'microsoft'), or the paravirtual GPU node /dev/dxg."""
+    text = (read_file(root, "/proc/sys/kernel/osrelease") or "") + (read_file(root, "/proc/version") or "")
+    if root in ("", "/"):
+        import platform
+
+        text += platform.release()
+    return bool(re.search(r"(?i)microsoft|wsl", text)) or os.path.exists(rpath(root, "/dev/dxg"))
+
+
 def live_root(root: str) -> bool:
     return root in ("", "/")
 
@@ -218,7 +228,13 @@ def nvidia_module_available(root: str, loaded: bool, nvidia_gpu: bool) -> bool |
 def collect(root: str, out: Emitter) -> None:
     # --- PCI inventory: which GPUs exist at all, whatever software is installed
     gpus: list[tuple[str, str, str]] = []
-    if os.path.isdir(rpath(root, "/sys/bus/pci/devices")):
+    wsl = under_wsl(root)
+    if wsl:
+        # WSL2 hands the GPU to Linux through /dev/dxg; its virtual PCI bus never shows the real GPU, so the bus
+        # says nothing about which GPUs the machine has (unknown, not zero)
+        out.evidence("wsl", "WSL2: the GPU reaches Linux through /dev/dxg, not the PCI bus"
+                     + ("" if os.path.exists(rpath(root, "/dev/dxg")) else " (and /dev/dxg does not exist here)"))
+    elif os.path.isdir(rpath(root, "/sys/bus/pci/devices")):
         gpus = pci_gpus(root)
         out.fact("pci.amd_gpu_count", sum(1 for v, _, _ in gpus if v == "amd"))
         out.fact("pci.nvidia_gpu_count", sum(1 for v, _, _ in gpus if v == "nvidia"))
@@ -354,9 +370,12 @@ def collect(root: str, out: Emitter) -> None:
     if known and (live or recorded):
         out.fact("user.missing_device_gids", sorted(missing_gids))
 
-    no_amd_hw = os.path.isdir(rpath(root, "/sys/bus/pci/devices")) and not any(
+    no_amd_hw = not wsl and os.path.isdir(rpath(root, "/sys/bus/pci/devices")) and not any(
         v == "amd" for v, _, _ in pci_gpus(root))
-    if not modules_known and not amdgpu or not dev_known:
+    if wsl and not amdgpu and not present:
+        out.status("skipped", "WSL2: no amdgpu driver and no /dev/kfd is normal here (the GPU is reached through "
+                              "/dev/dxg)")
+    elif not modules_known and not amdgpu or not dev_known:
         out.status("warn", "the recorded tree holds no " + ("/sys/module" if not modules_known and not amdgpu else "/dev")
                    + ": whether the driver is loaded and /dev/kfd exists is not known")
     elif not amdgpu and not present and no_amd_hw:
