@@ -264,3 +264,16 @@ def test_wsl_pci_bus_says_nothing_about_gpus():
     o = run(devices, "m-wsl2-dxg")
     assert "pci.amd_gpu_count" not in o.data and "pci.gpu_count" not in o.data
     assert o.data["kfd.present"] is False and o.statuses[-1][0] == "skipped"
+
+
+def test_an_unreadable_topology_node_leaves_the_gpu_list_unknown(tmp_path):
+    import shutil
+
+    shutil.copytree(FIX / "rx7900xtx", tmp_path / "t")
+    node = tmp_path / "t/sys/class/kfd/kfd/topology/nodes/2"
+    (node / "properties").mkdir(parents=True)   # reading it fails (as an EPERM/EIO node does)
+    o = MemoryEmitter()
+    gpus.collect(str(tmp_path / "t"), o)
+    for k in ("gpu.count", "gpu.gfx_targets", "gpu.native_gfx_targets", "gpu.discrete_count", "gpu.first_is_integrated"):
+        assert k not in o.data, k
+    assert o.statuses[-1][0] == "warn"

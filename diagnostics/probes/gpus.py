@@ -126,8 +126,11 @@ def collect(root: str, out: Emitter) -> None:
                               f"{', integrated' if integrated else ''}"
                               + (f", VRAM {total / (1 << 30):.1f} GiB" if total else ""))
     unreadable = [n["node"] for n in nodes if "error" in n]
-    if unreadable and not gpus:  # an unreadable node is not a machine without GPUs: leave the count unknown
-        out.status("warn", f"{len(unreadable)} KFD topology node(s) could not be read; GPU count unknown")
+    if unreadable:
+        # an unreadable node may be a GPU: the count, the order and the target list would all be guesses (a partial
+        # list read as the whole would, say, call a wheel "supported" over the GPU it could not read)
+        out.status("warn", f"{len(unreadable)} KFD topology node(s) could not be read; the GPU list is not known"
+                   + (f" (readable: {', '.join(g['gfx'] or '?' for g in gpus)})" if gpus else ""))
         return
     # NVIDIA GPUs are not in KFD's topology, yet they are GPUs of this machine: an iGPU next to an RTX card is not
     # "the only GPU", and the vendors of the visible GPUs include NVIDIA (the PCI bus, as the devices probe reads it)
