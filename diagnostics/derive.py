@@ -40,6 +40,10 @@ def derive(facts: dict[str, Any]) -> dict[str, Any]:
     if not targets and facts.get("torch.gcn_arch_names"):
         targets = [base_target(a) for a in facts["torch.gcn_arch_names"]]
     if isinstance(arch_list, list) and arch_list and targets and build in ("rocm", "cuda"):
+        if build == "rocm" and facts.get("gpu.gfx_targets"):
+            # a GPU the masks hide is never loaded by the runtime: only the visible ones need code in the wheel
+            # (torch's own gcn_arch_names already come after the masks)
+            targets = amd_visible_targets(facts, targets)
         if build == "rocm":
             amd = [t for t in targets if t.startswith("gfx")]
             listed = {base_target(a) for a in arch_list}
@@ -78,12 +82,42 @@ def derive(facts: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def amd_visible_targets(facts: dict[str, Any], targets: list[str]) -> list[str]:
+    """*targets* (the AMD GPUs in enumeration order) less those ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES (or
+    CUDA_VISIBLE_DEVICES, GPU_DEVICE_ORDINAL, which HIP reads in its place) hide; all of them when the masks cannot be
+    judged (UUIDs without the device list, a count that is not known)."""
+    masks = _masks(facts)
+    if not masks:
+        return targets
+    count, uuids = _devices(facts, "amd")
+    if count != len(targets):
+        return targets
+    positions: list[int] = list(range(count))
+    left_uuids = uuids
+    if "ROCR_VISIBLE_DEVICES" in masks:
+        sel = _select("ROCR_VISIBLE_DEVICES", masks["ROCR_VISIBLE_DEVICES"], count, uuids, False, [])
+        if sel is None or any(i < 0 or i >= count for i in sel):
+            return targets
+        positions = sel
+        left_uuids = [uuids[i] for i in sel] if uuids and len(uuids) == count else []
+    hip_level = [k for k in ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL") if k in masks]
+    if hip_level and positions:
+        sel = _select(hip_level[0], masks[hip_level[0]], len(positions), left_uuids, False, [])
+        if sel is None or any(i < 0 or i >= len(positions) for i in sel):
+            return targets
+        positions = [positions[i] for i in sel]
+    return [targets[i] for i in positions]
+
+
 # facts derive() computes, and the facts each is computed from: when a probe that owes one of the inputs crashed
 # and the derived fact could not be computed, the derived fact is unknown too (service.unknown_from_probes)
 DERIVED: dict[str, tuple[str, ...]] = {
-    "torch.arch_supported": ("torch.arch_list", "torch.build", "gpu.gfx_targets", "torch.gcn_arch_names"),
-    "torch.unsupported_archs": ("torch.arch_list", "torch.build", "gpu.gfx_targets", "torch.gcn_arch_names"),
-    "hsa_override.needed": ("torch.arch_list", "torch.build", "gpu.gfx_targets", "torch.gcn_arch_names"),
+    "torch.arch_supported": ("torch.arch_list", "torch.build", "gpu.gfx_targets", "torch.gcn_arch_names",
+                             "visible_devices.masks"),
+    "torch.unsupported_archs": ("torch.arch_list", "torch.build", "gpu.gfx_targets", "torch.gcn_arch_names",
+                                "visible_devices.masks"),
+    "hsa_override.needed": ("torch.arch_list", "torch.build", "gpu.gfx_targets", "torch.gcn_arch_names",
+                            "visible_devices.masks"),
     "gpu.vendors": ("pci.amd_gpu_count", "pci.nvidia_gpu_count"),
     "gpu.count": ("pci.gpu_count", "container.kind"),
     "visible_devices.hides_all": ("visible_devices.masks", "gpu.count", "gpu.uuids", "pci.amd_gpu_count",

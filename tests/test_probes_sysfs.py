@@ -53,9 +53,83 @@ def test_no_topology_is_skipped_not_failed(tmp_path):
 
 
 def test_devices_on_a_tree_without_driver(tmp_path):
+    (tmp_path / "sys/module/snd_hda_intel").mkdir(parents=True)
+    (tmp_path / "dev").mkdir()
     o = MemoryEmitter()
     devices.collect(str(tmp_path), o)
     assert o.data["driver.amdgpu_loaded"] is False and o.data["kfd.present"] is False
+
+
+def test_devices_on_a_tree_that_recorded_nothing_leaves_everything_unknown(tmp_path):
+    """Unknown is not false: no /sys/module and no /dev recorded says nothing about the driver or /dev/kfd, and
+    nothing about the user (the tree has no proc/self/status) -- not the identity of whoever runs the tests."""
+    o = MemoryEmitter()
+    devices.collect(str(tmp_path), o)
+    for k in ("driver.amdgpu_loaded", "driver.nvidia_loaded", "kfd.present", "dri.render_nodes", "user.uid",
+              "user.is_root", "user.groups", "user.in_render_group", "kfd.group", "user.missing_device_gids"):
+        assert k not in o.data, k
+    assert o.statuses[-1][0] == "warn"
+
+
+def test_kfd_topology_with_a_gpu_shows_amdgpu_at_work():
+    # the recorded tree has no /sys/module, but KFD (part of amdgpu) lists a GPU node
+    o = run(devices, "mi250x-cpu-node-old-kernel")
+    assert o.data["driver.amdgpu_loaded"] is True
+    assert "kfd.present" not in o.data      # no /dev recorded
+
+
+def test_recorded_identity_and_node_ownership():
+    """A recorded tree carries the process's groups (proc/self/status, what the kernel checks) and `ls -l` of the
+    device nodes (git keeps no ownership): added to render in /etc/group, not in this login session."""
+    o = run(devices, "m-7900xtx-render-not-relogged")
+    assert o.data["user.uid"] == 1000 and o.data["user.is_root"] is False
+    assert o.data["user.in_render_group"] is False and o.data["user.in_video_group"] is False
+    assert o.data["user.groups_pending_relogin"] == ["render", "video"]
+    assert o.data["kfd.group"] == "render" and o.data["dri.group"] == "render"
+    assert o.data["user.missing_device_gids"] == [110]
+    assert "kfd.permission_denied" not in o.data   # only an open on the live system can say
+    assert o.statuses[-1][0] == "fail"
+    ok = run(devices, "m-7900xtx-ubuntu")
+    assert ok.data["user.in_render_group"] is True and ok.data["user.missing_device_gids"] == []
+    assert ok.statuses[-1] == ("ok", "amdgpu loaded, /dev/kfd present")
+
+
+def test_fixture_ownership_is_never_read_from_the_checkout(tmp_path):
+    # without a recorded `ls -l`, the owner of a fixture file is the checkout's user: not a fact of the machine
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev/kfd").write_text("")
+    (tmp_path / "sys/module/amdgpu").mkdir(parents=True)
+    o = MemoryEmitter()
+    devices.collect(str(tmp_path), o)
+    assert o.data["kfd.present"] is True and "kfd.group" not in o.data
+
+
+def test_container_without_kfd_and_apu_order():
+    o = run(devices, "m-mi210-docker-no-kfd")
+    assert o.data["driver.amdgpu_loaded"] is True and o.data["kfd.present"] is False
+    assert o.data["user.is_root"] is True
+    s = run(system, "m-mi210-docker-no-kfd")
+    assert s.data["container.kind"] == "docker"
+    g = run(gpus, "m-780m-before-7900xtx")
+    assert g.data["gpu.gfx_targets"] == ["gfx1103", "gfx1100"] and g.data["gpu.first_is_integrated"] is True
+    g = run(gpus, "m-7800x3d-raphael-7900xtx")
+    assert g.data["gpu.gfx_targets"] == ["gfx1100", "gfx1036"] and g.data["gpu.first_is_integrated"] is False
+    assert g.data["gpu.vram_total_bytes"] == 25753026560
+
+
+@pytest.mark.parametrize("tree,gfx", [("m-rx6700xt-ubuntu", "gfx1031"), ("m-steamdeck", "gfx1033"),
+                                      ("m-rx580-rocm62", "gfx803"), ("m-strix-halo", "gfx1151"),
+                                      ("m-780m-laptop", "gfx1103"), ("m-mi210-docker-no-kfd", "gfx90a")])
+def test_machine_targets(tree, gfx):
+    assert run(gpus, tree).data["gpu.native_gfx_targets"] == [gfx]
+
+
+def test_secure_boot_wsl_and_nomodeset_trees():
+    assert run(system, "m-secureboot-dkms-7800xt").data["os.secure_boot"] is True
+    assert run(system, "m-wsl2-dxg").data["container.kind"] == "wsl"
+    d = run(devices, "m-nomodeset-rx6800xt")
+    assert d.data["driver.amdgpu_loaded"] is False and d.data["driver.amdgpu_blacklisted"] is True
+    assert d.data["pci.amd_gpu_ids"] == ["0x73bf"]
 
 
 def test_env_override_value_in_force_and_malformed():
@@ -108,6 +182,7 @@ def _nvidia_tree(root, modules_dep):
     (dev / "class").write_text("0x030000\n")
     (dev / "vendor").write_text("0x10de\n")
     (dev / "device").write_text("0x2684\n")
+    (root / "sys/module/nouveau").mkdir(parents=True)   # what is loaded: nouveau, no nvidia
     (root / "proc/sys/kernel").mkdir(parents=True)
     (root / "proc/sys/kernel/osrelease").write_text("6.8.0-87-generic\n")
     mods = root / "lib/modules/6.8.0-87-generic"
@@ -136,3 +211,69 @@ def test_no_nvidia_gpu_no_module_fact(tmp_path):
     o = MemoryEmitter()
     devices.collect(str(tmp_path), o)
     assert "driver.nvidia_module_available" not in o.data
+
+
+def test_wsl_from_dev_dxg_and_no_container_guess_without_proc(tmp_path):
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev/dxg").write_text("")
+    o = MemoryEmitter()
+    system.collect(str(tmp_path), o)
+    assert o.data["container.kind"] == "wsl" and o.data["container.present"] is True
+    o = MemoryEmitter()
+    system.collect(str(tmp_path / "nothing"), o)
+    assert "container.present" not in o.data
+
+
+def test_igpu_next_to_an_nvidia_card_is_not_the_only_gpu():
+    o = run(gpus, "m-7950x-igpu-rtx4090")
+    assert o.data["gpu.integrated_count"] == 1 and o.data["gpu.discrete_count"] == 1
+    assert o.data["gpu.vendors"] == ["amd", "nvidia"]
+    assert o.data["gpu.first_is_integrated"] is False     # KFD enumerates the iGPU alone
+    assert "gpu.vram_total_bytes" not in o.data           # 512 MiB of carve-out is not the RTX 4090's memory
+
+
+def test_an_acl_on_the_node_is_not_judged_from_the_group():
+    # `ls -l` shows "+": logind's uaccess ACL lets the desktop seat's user in whatever the group says
+    o = run(devices, "m-7900xtx-desktop-uaccess")
+    assert o.data["user.in_render_group"] is False and o.data["kfd.group"] == "render"
+    assert o.data["user.missing_device_gids"] == []
+    assert o.statuses[-1][0] == "ok"
+
+
+@pytest.mark.parametrize("masks,supported,missing", [
+    ([], False, ["gfx1036"]),                                  # the iGPU is visible: the runtime needs its code
+    (["HIP_VISIBLE_DEVICES=0"], True, []),                    # only the 7900 XTX is left
+    (["HIP_VISIBLE_DEVICES=1"], False, ["gfx1036"]),          # only the iGPU is left
+    (["ROCR_VISIBLE_DEVICES=1,0", "HIP_VISIBLE_DEVICES=1"], True, []),   # ROCR reorders, HIP picks its 2nd
+    (["ROCR_VISIBLE_DEVICES=GPU-deadbeef00000000"], False, ["gfx1036"]),  # cannot be judged: every GPU counts
+])
+def test_arch_support_counts_only_the_gpus_the_masks_leave(masks, supported, missing):
+    """derive: a GPU hidden by ROCR_/HIP_VISIBLE_DEVICES is never loaded, so the wheel need not carry its target
+    (the iGPU of m-7800x3d-raphael-7900xtx, KFD order gfx1100, gfx1036)."""
+    from diagnostics.derive import derive
+
+    facts = {"torch.build": "rocm", "torch.arch_list": ["gfx90a", "gfx942", "gfx1030", "gfx1100"],
+             "gpu.gfx_targets": ["gfx1100", "gfx1036"], "gpu.count": 2, "gpu.vendors": ["amd"],
+             "visible_devices.masks": masks}
+    out = derive(facts)
+    assert out["torch.arch_supported"] is supported and out["torch.unsupported_archs"] == missing
+
+
+def test_wsl_pci_bus_says_nothing_about_gpus():
+    """Under WSL2 the virtual PCI bus shows only Microsoft's render driver: no AMD GPU there is not 'no AMD GPU'."""
+    o = run(devices, "m-wsl2-dxg")
+    assert "pci.amd_gpu_count" not in o.data and "pci.gpu_count" not in o.data
+    assert o.data["kfd.present"] is False and o.statuses[-1][0] == "skipped"
+
+
+def test_an_unreadable_topology_node_leaves_the_gpu_list_unknown(tmp_path):
+    import shutil
+
+    shutil.copytree(FIX / "rx7900xtx", tmp_path / "t")
+    node = tmp_path / "t/sys/class/kfd/kfd/topology/nodes/2"
+    (node / "properties").mkdir(parents=True)   # reading it fails (as an EPERM/EIO node does)
+    o = MemoryEmitter()
+    gpus.collect(str(tmp_path / "t"), o)
+    for k in ("gpu.count", "gpu.gfx_targets", "gpu.native_gfx_targets", "gpu.discrete_count", "gpu.first_is_integrated"):
+        assert k not in o.data, k
+    assert o.statuses[-1][0] == "warn"

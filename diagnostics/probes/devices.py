@@ -10,6 +10,7 @@ import glob
 import grp
 import os
 import pwd
+import re
 import stat
 
 from .base import Emitter, probe_main, read_file, rpath
@@ -59,6 +60,75 @@ def _try_open(path: str) -> str | None:
     return None
 
 
+def process_identity(root: str) -> tuple[int, set[int]] | None:
+    """(uid, every gid) of the running process, as the kernel checks them.  On the live system from the process
+    itself; under a recorded root from its proc/self/status (``Uid:``, ``Gid:``, ``Groups:``), None when absent."""
+    if root in ("", "/"):
+        return os.getuid(), set(os.getgroups()) | {os.getgid()}
+    text = read_file(root, "/proc/self/status")
+    if not text:
+        return None
+    f = {}
+    for line in text.splitlines():
+        k, _, v = line.partition(":")
+        f[k.strip()] = v.split()
+    try:
+        uid = int(f["Uid"][1])     # real, effective, saved, fs: the effective one opens files
+        gids = {int(f["Gid"][1])} | {int(g) for g in f.get("Groups", [])}
+    except (KeyError, IndexError, ValueError):
+        return None
+    return uid, gids
+
+
+def _passwd_entry(root: str, uid: int) -> tuple[str, int] | None:
+    """(name, primary gid) of *uid* from the user database."""
+    if root in ("", "/"):
+        try:
+            pw = pwd.getpwuid(uid)
+            return pw.pw_name, pw.pw_gid
+        except KeyError:
+            return None
+    for line in (read_file(root, "/etc/passwd") or "").splitlines():
+        parts = line.split(":")
+        if len(parts) >= 4 and parts[2] == str(uid) and parts[3].isdigit():
+            return parts[0], int(parts[3])
+    return None
+
+
+_LS_LINE = re.compile(r"^([cbdlps-][rwxsStT-]{9})([.+@]?)\s+\d+\s+(\S+)\s+(\S+)\s+.*?\s(/dev/\S+)\s*$")
+RECORDED_LS = "/.recorded/ls-l-dev.txt"   # `ls -l /dev/kfd /dev/dri/*` as it was recorded with the tree
+
+
+def recorded_ownership(root: str) -> dict[str, tuple[int, int, bool]]:
+    """Device-node ownership of a recorded tree: file ownership does not survive a recording (git keeps none), so
+    the tree carries the `ls -l` lines of its nodes.  path -> (gid, mode, has an ACL: `ls` marks one with "+", e.g.
+    logind's uaccess grant to the seat's user); a group name the tree's /etc/group does not know is left out."""
+    text = read_file(root, RECORDED_LS)
+    out: dict[str, tuple[int, int, bool]] = {}
+    if not text:
+        return out
+    names: dict[str, int] = {}
+    for line in (read_file(root, "/etc/group") or "").splitlines():
+        parts = line.split(":")
+        if len(parts) >= 3 and parts[2].isdigit():
+            names[parts[0]] = int(parts[2])
+    for line in text.splitlines():
+        m = _LS_LINE.match(line.strip())
+        if not m:
+            continue
+        perm, acl, _user, group, path = m.groups()
+        gid = int(group) if group.isdigit() else names.get(group)
+        if gid is None:
+            continue
+        mode = 0
+        for i, bit in enumerate((stat.S_IRUSR, stat.S_IWUSR, stat.S_IXUSR, stat.S_IRGRP, stat.S_IWGRP, stat.S_IXGRP,
+                                 stat.S_IROTH, stat.S_IWOTH, stat.S_IXOTH)):
+            if perm[1 + i] not in "-ST":
+                mode |= bit
+        out[path] = (gid, mode, acl == "+")
+    return out
+
+
 PCI_VENDORS = {"0x1002": "amd", "0x10de": "nvidia"}
 
 
@@ -72,6 +142,29 @@ def pci_gpus(root: str) -> list[tuple[str, str, str]]:
         if cls.startswith(("0x03", "0x12")) and ven in PCI_VENDORS:
             out.append((PCI_VENDORS[ven], did, os.path.basename(dev)))
     return out
+
+
+def amdgpu_bound(root: str) -> bool:
+    """The amdgpu driver is at work: a PCI device is bound to it, or KFD lists a GPU node (KFD is part of amdgpu)."""
+    if glob.glob(rpath(root, "/sys/bus/pci/drivers/amdgpu/0000:*")):
+        return True
+    for p in glob.glob(rpath(root, "/sys/class/kfd/kfd/topology/nodes/*/properties")):
+        text = read_file("/", p)  # p already lies under root
+        for line in (text or "").splitlines():
+            k, _, v = line.partition(" ")
+            if k == "simd_count" and v.strip().isdigit() and int(v) > 0:
+                return True
+    return False
+
+
+def under_wsl(root: str) -> bool:
+    """WSL2: its kernel names itself (osrelease/version say 'microsoft'), or the paravirtual GPU node /dev/dxg."""
+    text = (read_file(root, "/proc/sys/kernel/osrelease") or "") + (read_file(root, "/proc/version") or "")
+    if root in ("", "/"):
+        import platform
+
+        text += platform.release()
+    return bool(re.search(r"(?i)microsoft|wsl", text)) or os.path.exists(rpath(root, "/dev/dxg"))
 
 
 def live_root(root: str) -> bool:
@@ -135,7 +228,13 @@ def nvidia_module_available(root: str, loaded: bool, nvidia_gpu: bool) -> bool |
 def collect(root: str, out: Emitter) -> None:
     # --- PCI inventory: which GPUs exist at all, whatever software is installed
     gpus: list[tuple[str, str, str]] = []
-    if os.path.isdir(rpath(root, "/sys/bus/pci/devices")):
+    wsl = under_wsl(root)
+    if wsl:
+        # WSL2 hands the GPU to Linux through /dev/dxg; its virtual PCI bus never shows the real GPU, so the bus
+        # says nothing about which GPUs the machine has (unknown, not zero)
+        out.evidence("wsl", "WSL2: the GPU reaches Linux through /dev/dxg, not the PCI bus"
+                     + ("" if os.path.exists(rpath(root, "/dev/dxg")) else " (and /dev/dxg does not exist here)"))
+    elif os.path.isdir(rpath(root, "/sys/bus/pci/devices")):
         gpus = pci_gpus(root)
         out.fact("pci.amd_gpu_count", sum(1 for v, _, _ in gpus if v == "amd"))
         out.fact("pci.nvidia_gpu_count", sum(1 for v, _, _ in gpus if v == "nvidia"))
@@ -146,13 +245,19 @@ def collect(root: str, out: Emitter) -> None:
             out.evidence("sysfs", "/sys/bus/pci/devices lists no AMD (0x1002) or NVIDIA (0x10de) display or compute "
                                   "device")
     # --- kernel driver
-    amdgpu = os.path.isdir(rpath(root, "/sys/module/amdgpu"))
-    out.fact("driver.amdgpu_loaded", amdgpu)
+    # /sys/module lists every loaded module (and built-in ones with parameters); where it is not there at all (a
+    # recorded tree of /sys/class only, a /sys that is not mounted) whether a driver is loaded is unknown, not false.
+    # A KFD topology with a GPU node or a PCI device bound to amdgpu shows the driver at work either way.
+    modules_known = os.path.isdir(rpath(root, "/sys/module"))
+    amdgpu = os.path.isdir(rpath(root, "/sys/module/amdgpu")) or amdgpu_bound(root)
+    if modules_known or amdgpu:
+        out.fact("driver.amdgpu_loaded", amdgpu)
     ver = read_file(root, "/sys/module/amdgpu/version")
     if ver and ver.strip():
         out.fact("driver.amdgpu_version", ver.strip())
     nvidia_loaded = os.path.isdir(rpath(root, "/sys/module/nvidia"))
-    out.fact("driver.nvidia_loaded", nvidia_loaded)
+    if modules_known or nvidia_loaded:
+        out.fact("driver.nvidia_loaded", nvidia_loaded)
     avail = nvidia_module_available(root, nvidia_loaded, any(v == "nvidia" for v, _, _ in gpus))
     if avail is not None:
         out.fact("driver.nvidia_module_available", avail)
@@ -171,86 +276,123 @@ def collect(root: str, out: Emitter) -> None:
         if any(line.split()[:2] == ["blacklist", "amdgpu"] for line in mp.splitlines() if line.strip()):
             black = True
         out.fact("driver.amdgpu_blacklisted", black)
-    if not amdgpu:
+    if not amdgpu and modules_known:
         out.evidence("sysfs", "/sys/module/amdgpu does not exist: the amdgpu kernel driver is not loaded")
     if live_root(root):
         dkms_status(out)
 
-    # --- identity of the running process (only meaningful on the live system)
+    # --- identity of the running process: the live process, or what a recorded tree's /proc/self/status says
     live = root in ("", "/")
-    uid = os.getuid()
-    out.fact("user.uid", uid)
-    out.fact("user.is_root", uid == 0)
-    gids = set(os.getgroups()) | {os.getgid()} if live else set()
-    groups = sorted({_group_name(g, root) for g in gids}) if live else []
-    if live:
+    ident = process_identity(root)
+    known = ident is not None
+    uid, gids = ident if ident else (os.getuid(), set())
+    if known or live:
+        out.fact("user.uid", uid)
+        out.fact("user.is_root", uid == 0)
+    groups = sorted({_group_name(g, root) for g in gids}) if known else []
+    if known:
         out.fact("user.groups", groups)
         out.fact("user.in_render_group", "render" in groups)
         out.fact("user.in_video_group", "video" in groups)
-        try:
-            pw = pwd.getpwuid(uid)
-            db = _db_groups(root, pw.pw_name, pw.pw_gid)
+        pw = _passwd_entry(root, uid)
+        if pw is not None:
+            name, pgid = pw
+            db = _db_groups(root, name, pgid)
             out.fact("user.db_groups", db)
             pending = [g for g in GPU_GROUPS if g in db and g not in groups]
             out.fact("user.groups_pending_relogin", pending)
             if pending:
-                out.evidence("groups", f"the group database lists {', '.join(pending)} for {pw.pw_name}, "
+                out.evidence("groups", f"the group database lists {', '.join(pending)} for {name}, "
                                        "but this login session does not have it yet (log out and in again)")
-        except KeyError:
+        else:
             out.note("the running uid has no entry in the user database (common in containers)")
 
-    # --- device nodes
+    # --- device nodes (ownership: stat on the live system, a recorded `ls -l` in a recorded tree)
     kfd = rpath(root, "/dev/kfd")
     present = os.path.exists(kfd)
-    out.fact("kfd.present", present)
+    dev_known = live or os.path.isdir(rpath(root, "/dev"))   # a tree that recorded no /dev says nothing of its nodes
+    if dev_known:
+        out.fact("kfd.present", present)
     missing_gids: list[int] = []
-    if present:
-        st = os.stat(kfd)
-        out.fact("kfd.group", _group_name(st.st_gid, root))
+    recorded = {} if live else recorded_ownership(root)
+
+    def owner(path: str) -> tuple[int, int, bool] | None:
+        """(gid, mode, has an ACL) of a device node, None when not known.  Live, the open itself says whether an
+        ACL lets the process in, so the ACL is not looked at."""
         if live:
-            err = _try_open(kfd)
+            st = os.stat(rpath(root, path))
+            return st.st_gid, st.st_mode, False
+        return recorded.get(path)
+
+    def lacks(own: tuple[int, int, bool]) -> bool:
+        """The node's group is one the process does not have, and nothing else (mode, an ACL) lets it in."""
+        gid, mode, acl = own
+        return uid != 0 and gid not in gids and not acl and not (mode & stat.S_IROTH and mode & stat.S_IWOTH)
+
+    if present:
+        own = owner("/dev/kfd")
+        err = _try_open(kfd) if live else None
+        if own is not None:
+            out.fact("kfd.group", _group_name(own[0], root))
+            if known and lacks(own) and not (live and err is None):   # a node the process opened is not missing
+                missing_gids.append(own[0])
+        if live:
             out.fact("kfd.permission_denied", err in ("EACCES", "EPERM"))
             if err:
                 out.fact("kfd.open_error", err)
                 out.evidence("/dev/kfd", f"opening /dev/kfd read-write failed: {err} "
-                                         f"(owner group {_group_name(st.st_gid, root)}, mode {stat.filemode(st.st_mode)})")
-            if uid != 0 and st.st_gid not in gids and not (st.st_mode & stat.S_IROTH and st.st_mode & stat.S_IWOTH):
-                missing_gids.append(st.st_gid)
-    else:
+                                         f"(owner group {_group_name(own[0], root)}, mode {stat.filemode(own[1])})")
+        elif own is not None and known and lacks(own):
+            out.evidence("/dev/kfd", f"/dev/kfd belongs to group {_group_name(own[0], root)} "
+                                     f"(mode {stat.filemode(own[1])}), which the process does not have")
+    elif dev_known:
         out.evidence("/dev", "/dev/kfd does not exist")
     nodes = sorted(glob.glob(rpath(root, "/dev/dri/renderD*")))
-    out.fact("dri.render_nodes", [os.path.join("/dev/dri", os.path.basename(n)) for n in nodes])
+    names = [os.path.join("/dev/dri", os.path.basename(n)) for n in nodes]
+    if dev_known:
+        out.fact("dri.render_nodes", names)
     if nodes:
-        st = os.stat(nodes[0])
-        out.fact("dri.group", _group_name(st.st_gid, root))
+        own = owner(names[0])
+        if own is not None:
+            out.fact("dri.group", _group_name(own[0], root))
+        denied = False
+        for n, name in zip(nodes, names):
+            err = _try_open(n) if live else None
+            if err in ("EACCES", "EPERM"):
+                denied = True
+                out.evidence("/dev/dri", f"opening {n} read-write failed: {err}")
+            nown = owner(name)
+            if nown is not None and known and lacks(nown) and not (live and err is None) \
+                    and nown[0] not in missing_gids:
+                missing_gids.append(nown[0])
         if live:
-            denied = False
-            for n in nodes:
-                err = _try_open(n)
-                if err in ("EACCES", "EPERM"):
-                    denied = True
-                    out.evidence("/dev/dri", f"opening {n} read-write failed: {err}")
-                nst = os.stat(n)
-                if uid != 0 and nst.st_gid not in gids and nst.st_gid not in missing_gids \
-                        and not (nst.st_mode & stat.S_IROTH and nst.st_mode & stat.S_IWOTH):
-                    missing_gids.append(nst.st_gid)
             out.fact("dri.permission_denied", denied)
-    if live:
+    if known and (live or recorded):
         out.fact("user.missing_device_gids", sorted(missing_gids))
 
-    no_amd_hw = os.path.isdir(rpath(root, "/sys/bus/pci/devices")) and not any(
+    no_amd_hw = not wsl and os.path.isdir(rpath(root, "/sys/bus/pci/devices")) and not any(
         v == "amd" for v, _, _ in pci_gpus(root))
-    if not amdgpu and not present and no_amd_hw:
+    if wsl and not amdgpu and not present:
+        out.status("skipped", "WSL2: no amdgpu driver and no /dev/kfd is normal here (the GPU is reached through "
+                              "/dev/dxg)")
+    elif not modules_known and not amdgpu or not dev_known:
+        out.status("warn", "the recorded tree holds no " + ("/sys/module" if not modules_known and not amdgpu else "/dev")
+                   + ": whether the driver is loaded and /dev/kfd exists is not known")
+    elif not amdgpu and not present and no_amd_hw:
         # nothing AMD to drive: not a failure of this machine (the facts still say what is absent)
         out.status("skipped", "no AMD GPU on the PCI bus (no amdgpu driver, no /dev/kfd)")
     elif not amdgpu and not present:
         out.status("fail", "no amdgpu driver and no /dev/kfd")
     elif present and live and _try_open(kfd):
         out.status("fail", "/dev/kfd exists but cannot be opened")
+    elif present and not live and known and owner("/dev/kfd") is not None and lacks(owner("/dev/kfd")):
+        out.status("fail", "/dev/kfd belongs to a group the process does not have")
     elif not present:
         out.status("fail", "amdgpu is loaded but /dev/kfd is missing")
+    elif not amdgpu:
+        out.status("fail", "/dev/kfd exists but the amdgpu driver is not loaded")
     else:
-        out.status("ok", "amdgpu loaded, /dev/kfd opens")
+        out.status("ok", "amdgpu loaded, /dev/kfd opens" if live else "amdgpu loaded, /dev/kfd present")
 
 
 if __name__ == "__main__":

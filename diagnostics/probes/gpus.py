@@ -11,6 +11,7 @@ import os
 import re
 
 from .base import Emitter, probe_main, read_file, rpath
+from .devices import pci_gpus
 
 TOPOLOGY = "/sys/class/kfd/kfd/topology/nodes"
 NVIDIA_PROC = "/proc/driver/nvidia/gpus"
@@ -125,21 +126,32 @@ def collect(root: str, out: Emitter) -> None:
                               f"{', integrated' if integrated else ''}"
                               + (f", VRAM {total / (1 << 30):.1f} GiB" if total else ""))
     unreadable = [n["node"] for n in nodes if "error" in n]
-    if unreadable and not gpus:  # an unreadable node is not a machine without GPUs: leave the count unknown
-        out.status("warn", f"{len(unreadable)} KFD topology node(s) could not be read; GPU count unknown")
+    if unreadable:
+        # an unreadable node may be a GPU: the count, the order and the target list would all be guesses (a partial
+        # list read as the whole would, say, call a wheel "supported" over the GPU it could not read)
+        out.status("warn", f"{len(unreadable)} KFD topology node(s) could not be read; the GPU list is not known"
+                   + (f" (readable: {', '.join(g['gfx'] or '?' for g in gpus)})" if gpus else ""))
         return
+    # NVIDIA GPUs are not in KFD's topology, yet they are GPUs of this machine: an iGPU next to an RTX card is not
+    # "the only GPU", and the vendors of the visible GPUs include NVIDIA (the PCI bus, as the devices probe reads it)
+    nv_pci = sum(1 for v, _, _ in pci_gpus(root) if v == "nvidia")
     out.fact("gpu.count", len(gpus))
     out.fact("gpu.gfx_targets", [g["gfx"] for g in gpus if g["gfx"]])
     # sysfs shows the hardware's own target, whatever HSA_OVERRIDE_GFX_VERSION says
     out.fact("gpu.native_gfx_targets", [g["gfx"] for g in gpus if g["gfx"]])
     out.fact("gpu.integrated_count", sum(1 for g in gpus if g["integrated"]))
-    out.fact("gpu.discrete_count", sum(1 for g in gpus if not g["integrated"]))
+    out.fact("gpu.discrete_count", sum(1 for g in gpus if not g["integrated"]) + max(nv_pci, len(nv)))
     if gpus:
-        out.fact("gpu.vendors", ["amd"])
+        out.fact("gpu.vendors", ["amd", "nvidia"] if (nv_pci or nv) else ["amd"])
+        if nv_pci or nv:
+            out.evidence("sysfs", f"{max(nv_pci, len(nv))} NVIDIA GPU(s) on the PCI bus besides the AMD GPU(s) of KFD")
         if not nv and all(g["uuid"] for g in gpus):  # ROCm's "Uuid: GPU-<unique_id in hex>" (rocminfo)
             out.fact("gpu.uuids", [g["uuid"] for g in gpus])
         out.fact("gpu.first_is_integrated", gpus[0]["integrated"] and any(not g["integrated"] for g in gpus))
         sized = [g for g in gpus if g["vram_total"]]
+        if sized and (nv_pci or nv) and all(g["integrated"] for g in sized):
+            sized = []   # the iGPU's carve-out is not the memory of the machine's GPU: the NVIDIA probe has that
+            out.note("VRAM of the AMD iGPU left out: an NVIDIA GPU is the discrete one here")
         if sized:
             big = max(sized, key=lambda g: (not g["integrated"], g["vram_total"]))
             out.fact("gpu.vram_total_bytes", big["vram_total"])
