@@ -28,7 +28,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import sessions
 from .cli import _h
 
 EXIT_OK, EXIT_TOOL = 0, 2
@@ -210,6 +209,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_rediagnose(args: argparse.Namespace) -> int:
+    from . import sessions  # the store behind it (SQLAlchemy) only for the commands that use it
+
     store = _store(args)
     if args.all:
         res = sessions.rediagnose_fleet(store)

@@ -31,7 +31,7 @@ ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{1,80}$")
 TOP_REQUIRED = ("id", "title", "severity", "when", "symptoms", "cause", "fix", "links", "tests")
 TOP_OPTIONAL = ("benign", "tags", "confidence", "supersedes", "translations", "variants")
 FACT_OPS = ("eq", "ne", "in", "not_in", "contains", "contains_any", "matches", "lt", "le", "gt", "ge",
-            "version_lt", "version_le", "version_gt", "version_ge")
+            "version_lt", "version_le", "version_gt", "version_ge", "known")
 TEST_KEYS = ("name", "expect", "facts", "logs")
 TEST_EXPECTS = ("fire", "silent", "unknown")   # promtool-strict: 'silent' is FALSE, not merely "did not fire"
 TRANSLATION_KEYS = ("title", "symptoms", "cause", "fix", "source_hash", "variants")
@@ -433,6 +433,10 @@ def _check_op(ctx: _Ctx, vnode: yaml.Node, c: Cond, ftype: str) -> None:
             return False
         return isinstance(x, item_t)
 
+    if op == "known":  # whether the fact was established at all (two-valued: never unknown)
+        if not isinstance(v, bool):
+            raise ctx.err(vnode, f"'known' takes true or false, got {v!r}")
+        return
     if op in ("eq", "ne"):
         if is_list_fact:
             if not (isinstance(v, list) and all(ok_item(x) for x in v)):

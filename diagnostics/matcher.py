@@ -159,6 +159,11 @@ def _compare(c: Cond, v: Any) -> bool:
 
 def evaluate(c: Cond, facts: dict[str, Any], hits: dict[str, list[Hit]], sources: dict[str, str]) -> Outcome:
     if c.kind == "fact":
+        if c.op == "known":  # established or not: the one fact condition that is never UNKNOWN
+            have = c.fact in facts and facts[c.fact] is not None
+            if have != c.value:
+                return Outcome(FALSE)
+            return Outcome(TRUE, [_fact_evidence(c.fact, facts[c.fact], sources)] if have else [])
         if c.fact not in facts or facts[c.fact] is None:
             return Outcome(UNKNOWN, unknown={c.fact})
         try:

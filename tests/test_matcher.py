@@ -25,6 +25,9 @@ def kb(tmp_path):
         "cpu-wheel": entry("cpu-wheel", "all:\n  - {fact: torch.build, eq: cpu}\n  - {fact: kfd.present, eq: true}"),
         "not-cpu": entry("not-cpu", "not: {fact: torch.build, eq: cpu}", severity="warning"),
         "old-rocm": entry("old-rocm", "{fact: rocm.version, version_lt: '6.0'}", severity="warning"),
+        "apu-unless-works": entry("apu-unless-works", "all:\n  - {fact: gpu.integrated_count, ge: 1}\n"
+                                  "  - any: [{fact: torch.smoke_ok, known: false}, {fact: torch.smoke_ok, eq: false}]",
+                                  severity="warning"),
         "noise": entry("noise", "log: 'MIOpen\\(HIP\\): Warning \\[SQLiteBase\\] Missing system database file'",
                        severity="info", extra="benign: true\nconfidence: 0.99"),
     }
@@ -49,6 +52,22 @@ def test_absent_fact_is_unknown_not_false(kb):
     assert "cpu-wheel" not in ids(res)
     assert [d["id"] for d in res["not_ruled_out"]] == ["cpu-wheel"]
     assert "kfd.present" in res["not_ruled_out"][0]["reason"]
+
+
+def test_known_is_two_valued_unless_shown_otherwise(kb):
+    """`known: false` is true for an absent fact (never unknown), so "unless torch was shown to work" reads as such."""
+    m = Matcher(kb)
+    assert "apu-unless-works" in ids(m.match({"gpu.integrated_count": 1}, []))          # a pasted rocminfo
+    assert "apu-unless-works" in ids(m.match({"gpu.integrated_count": 1, "torch.smoke_ok": False}, []))
+    assert "apu-unless-works" not in ids(m.match({"gpu.integrated_count": 1, "torch.smoke_ok": True}, []))
+    res = m.match({"torch.smoke_ok": True}, [], unknown_facts={"gpu.integrated_count"})
+    assert "apu-unless-works" not in [d["id"] for d in res["not_ruled_out"]]  # false already: nothing to rule out
+
+
+def test_known_takes_only_true_or_false(tmp_path):
+    (tmp_path / "bad.yaml").write_text(entry("bad", "{fact: torch.smoke_ok, known: maybe}"))
+    kb = load_kb(tmp_path)
+    assert kb.errors and "'known' takes true or false" in str(kb.errors[0])
 
 
 def test_evidence_has_log_lines_and_facts(kb):
