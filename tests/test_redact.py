@@ -300,3 +300,53 @@ def test_long_texts_are_redacted_piecewise_with_the_same_result(monkeypatch) -> 
         assert s not in out
     monkeypatch.setattr(R, "CHUNK", 1 << 30)
     assert redact_text(big) == out, "piecewise and whole give the same text"
+
+
+# ------------------------------------------------------------------ the RE2 prefilter agrees with the whole scan
+def test_trigger_holds_every_secret_name_part() -> None:
+    """The prefilter finds assignments by the parts of secret names: each suffix and infix holds one."""
+    from diagnostics.redact import _NAME_PARTS, _SECRET_INFIXES, _SECRET_SUFFIXES
+
+    for word in sorted(_SECRET_SUFFIXES) + list(_SECRET_INFIXES):
+        assert any(p.upper() in word for p in _NAME_PARTS), word
+
+
+_FILLER = ("2024-05-01 12:00:01 INFO step 12 loss 0.0123 lr 1e-4 tokens/s 5321.2 rank 0 worker ok\n"
+           "    at torch/nn/modules/module.py:1501 in _call_impl\n"
+           "HSA_OVERRIDE_GFX_VERSION=11.0.0 HIP_VISIBLE_DEVICES=0 pad_token_id=50256\n")
+
+
+@pytest.mark.parametrize("name,text,secret", FORMATS, ids=[f[0] for f in FORMATS])
+def test_prefilter_finds_what_the_whole_scan_finds(name: str, text: str, secret: str) -> None:
+    from diagnostics.redact import PREFILTER_MIN, find_secrets
+
+    big = _FILLER * (PREFILTER_MIN // len(_FILLER) + 1) + text + "\n" + _FILLER * 3
+    assert len(big) > PREFILTER_MIN
+    assert find_secrets(big) == find_secrets(big, prefilter=False)
+    assert secret not in redact_text(big)
+
+
+@settings(max_examples=150, deadline=None)
+@given(picks=st.lists(st.sampled_from(range(len(FORMATS))), min_size=1, max_size=6),
+       noise=st.lists(st.text(alphabet=string.printable, max_size=120), max_size=6))
+def test_property_prefilter_agrees(picks, noise) -> None:
+    import diagnostics.redact as R
+
+    parts = [FORMATS[i][1] for i in picks] + noise
+    text = "\n".join(parts[j] if j % 2 else parts[j] + " " + _FILLER for j in range(len(parts)))
+    whole = R.find_secrets(text, prefilter=False)
+    old = R.PREFILTER_MIN
+    try:
+        R.PREFILTER_MIN = 0
+        assert R.find_secrets(text) == whole
+    finally:
+        R.PREFILTER_MIN = old
+
+
+def test_wrap_continuation_takes_no_ordinary_word() -> None:
+    """A secret that ends a long line joins the next line only when that looks like the rest of a token."""
+    line = "x" * 60 + " HF_TOKEN=Zq9Vx3Lp7Tr2Ww"
+    out = redact_text(line + "\nLoading checkpoint shards\n")
+    assert out.endswith("HF_TOKEN=<SECRET-1>\nLoading checkpoint shards\n"), out
+    out = redact_text(line + "\nAb12CdEf and more\n")
+    assert out.endswith("HF_TOKEN=<SECRET-1> and more\n"), out
