@@ -22,22 +22,38 @@ The grammar (sources of the formats, checked 2026-12):
    Vault ``hvs.``/``hvb.``; DigitalOcean ``dop_v1_``; Shopify ``shpat_``...; SendGrid ``SG.``; Replicate
    ``r8_``; Groq ``gsk_``; Perplexity ``pplx-``; Grafana ``glsa_``; Linear ``lin_api_``; Postman ``PMAK-``;
    Doppler ``dp.pt.``; Pulumi ``pul-``; Tailscale ``tskey-``; Supabase ``sbp_``; Databricks ``dapi``; Atlassian
-   ``ATATT``; age ``AGE-SECRET-KEY-1``; Telegram bot tokens; JSON Web Tokens (RFC 7519).  Tokens have no upper
-   length: a 5000-character token is removed whole.
+   ``ATATT``; age ``AGE-SECRET-KEY-1``; Telegram bot tokens; Discord bot tokens; JSON Web Tokens (RFC 7519,
+   signed, unsigned ``alg: none`` and five-part JWE); a PEM private key base64-encoded once more (kubeconfig
+   ``client-key-data``, ``LS0tLS1CRUdJTi...``).  Tokens have no upper length: a 5000-character token is removed
+   whole.
 2. Key blocks: ``-----BEGIN ... PRIVATE KEY-----`` (PKCS#1/#8, EC, DSA, OpenSSH, ENCRYPTED) and ``-----BEGIN
    PGP PRIVATE KEY BLOCK-----``, up to their END line or, when the END line is missing (a truncated paste),
-   to the end of the text; PuTTY ``PuTTY-User-Key-File`` private lines.
+   to the end of the text; RFC 4716 ``---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----`` blocks; PuTTY
+   ``PuTTY-User-Key-File`` private lines; YAML block scalars under a secret name (``password: |`` and the
+   more-indented lines below it).
 3. URL credentials ``scheme://user:password@host`` (RFC 3986 3.2.1): the password may hold ``@``, ``/`` or
-   ``%40``; the user may be empty (``redis://:pw@host``).  The user name is identity (masked on request).
+   ``%40``; the user may be empty (``redis://:pw@host``).  The user name is identity (masked on request), except
+   a token-like user without a password (``https://<token>@github.com``, Sentry DSNs), which is the secret.
+   Tokens in URL paths: conda ``/t/<token>/``, Telegram ``/bot<token>/``.
 4. Command-line flags: ``--token X``, ``--hf_token X``, ``--api-key=X``, ``--password X``, ``-token X`` (any
-   flag whose name is a secret name), ``mysql -pPW``, ``sshpass -p PW``, ``curl -u user:pw``/``--user``.
+   flag whose name is a secret name), ``mysql -pPW``, ``sshpass -p PW``, ``curl -u user:pw``/``--user``,
+   ``docker/podman/az/oc ... login -p PW``, ``wandb/hf/vault login X``, ``echo X | ... login``/``--password-stdin``,
+   ``redis-cli -a``, ``ldapsearch -w``, ``smbclient -U user%PW``, ``curl -b 'name=value'``, ``aws configure set
+   NAME X``/``npm config set NAME X``, GitHub Actions ``::add-mask::X``.
 5. Assignments: ``NAME=value``, ``NAME: value``, ``"name": "value"``, ``name = value`` (INI/TOML/YAML/JSON),
-   ``export``/``set``/``setx``, PowerShell ``$env:NAME = "value"``, Dockerfile ``ENV NAME value``, where
-   NAME is a secret name (``is_secret_name``); quoted values are taken whole (several words, ``,`` and
-   ``;`` included), unquoted ones up to the next blank.
+   ``export``/``set``/``setx``/``setenv``/fish ``set -gx``, PowerShell ``$env:NAME = "value"``, Dockerfile
+   ``ENV NAME value``, ``os.environ["NAME"] = "v"``, ``setdefault/putenv/Setenv("NAME", "v")``, Kubernetes
+   ``- name: NAME`` / ``value: v``, XML ``<name>v</name>`` and ``<add key="NAME" value="v"/>``, ``;Pwd=`` in
+   connection strings, full-width ``＝``/``：`` and the ideographic space, where NAME is a secret name
+   (``is_secret_name``; ``API_KEY_2``, ``HF_TOKEN2``, ``MYSQL_PWD``, ``PHPSESSID`` included); quoted values are
+   taken whole (several words, ``,`` and ``;`` included), unquoted ones up to the next blank.  Words: ``the
+   password is X`` (X with a digit and a letter), ``密码：X``, ``密码是 X``, ``api key 是 X``.
 6. Headers: ``Authorization``/``Proxy-Authorization`` (any scheme), ``Cookie``/``Set-Cookie``, and headers
    whose name is a secret name (``X-Api-Key``, ``Private-Token``); ``Bearer <token>`` anywhere.
 7. Files: ``.netrc`` (``machine h login u password p``), ``.pgpass`` lines (``host:port:db:user:password``).
+8. Wrapped lines: a secret that ends a line of WRAP_MIN+ characters continues on the next line when that starts
+   with token characters (a terminal or pager wrap); a token prefix (``hf_``, ``ghp_``, ``sk-``...) cut short at
+   the end of such a line is joined with the next line's start and tested against the token shapes.
 
 Identity masking (``mask_identity=True``): the host name (``<HOST>``), user names (``<USER>``) seen in
 home paths (``/home/alice`` -> ``/home/<USER>``, ``/Users/alice``, ``C:\\Users\\alice``) or given in the
@@ -45,8 +61,12 @@ report, everywhere they occur as a word.
 
 Cost: every rule is a Python ``re`` whose work per starting position is bounded by a constant (bounded
 ``{m,n}`` gaps, no two adjacent unbounded quantifiers over the same characters, rules anchored on a
-literal or a word start), so the whole scan is linear in the text (tests/test_redact.py measures it,
-bench/bench_text.py gives the figures).
+literal or a word start), so the whole scan is linear in the text.  A text longer than PREFILTER_MIN is first
+scanned once by an RE2 *trigger* (a superset of the grammar, linear by construction, ~100 MB/s): only the lines
+where some rule could match go through the Python rules, so an ordinary 64 MB log is redacted in about a
+second; text with a secret on every line costs what the whole scan costs.  tests/test_redact.py checks that
+the prefilter and the whole scan agree (on every catalogue format and on generated texts) and measures the
+time; bench/bench_text.py gives the figures.
 """
 from __future__ import annotations
 
@@ -67,6 +87,7 @@ _SECRET_SUFFIXES = {
     "TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "PASS", "PW", "APIKEY", "ACCESSKEY", "ACCOUNTKEY",
     "PASSPHRASE", "CREDENTIAL", "CREDENTIALS", "CREDS", "PAT", "AUTHTOKEN", "PRIVATEKEY", "SECRETKEY",
     "COOKIE", "AUTH", "SIG", "SIGNATURE", "APITOKEN", "ACCESSTOKEN", "REFRESHTOKEN", "SESSIONTOKEN",
+    "PWD", "SESSIONID", "SESSID",  # MYSQL_PWD (PWD alone is the working directory), sessionid, PHPSESSID
 }
 # ... or anywhere in the name (AWS_SECRET_ACCESS_KEY_ID, PGPASSWORD_FILE is still flagged: cheap false positive).
 _SECRET_INFIXES = ("PASSWORD", "SECRET", "PASSWD")
@@ -85,14 +106,18 @@ def is_secret_name(name: str) -> bool:
     if any(s in n for s in _SECRET_INFIXES):
         return True
     parts = [p for p in re.split(r"[_.\-]+", n) if p]
+    while len(parts) > 1 and parts[-1].isdigit():  # API_KEY_2
+        parts.pop()
     if not parts:
         return False
+    parts[-1] = parts[-1].rstrip("0123456789") or parts[-1]  # HF_TOKEN2
+    n = n.rstrip("0123456789_.-") or n
     if parts[-1] in _SECRET_SUFFIXES:
         return True
     if len(parts) >= 2 and parts[-1] == "DATA" and parts[-2] in ("KEY", "TOKEN", "SECRET", "PASSWORD"):
         return True  # kubeconfig client-key-data, token-data: the (base64) secret itself
     # camelCase / glued forms: apiKey, authToken, HFTOKEN
-    return n.endswith(("APIKEY", "TOKEN", "SECRETKEY", "ACCESSKEY", "ACCOUNTKEY")) and len(n) > 5
+    return n.endswith(("APIKEY", "TOKEN", "SECRETKEY", "ACCESSKEY", "ACCOUNTKEY", "SESSIONID", "SESSID")) and len(n) > 5
 
 
 # --------------------------------------------------------------------------------------------- the grammar
@@ -222,11 +247,28 @@ _RULES: list[tuple[str, re.Pattern[str], bool, Any]] = [
      False, None),
     ("command-line-secret", re.compile(r"(?<![\w-])sshpass[ \t]{1,16}-p[ \t]{0,16}(?P<s>\S+)"), False, None),
     ("command-line-secret", re.compile(
-        r"(?<![\w-])(?:docker|podman|nerdctl|buildah|helm[ \t]{1,16}registry)[ \t]{1,16}login\b[^\n]{0,300}?"
-        r"[ \t]-p[ \t]{0,16}(?P<s>[^\s-]\S*)"), False, None),
+        r"(?<![\w-])(?:docker|podman|nerdctl|buildah|skopeo|crane|oras|helm[ \t]{1,16}registry|az|oc)[ \t]{1,16}"
+        r"(?:auth[ \t]{1,16})?login\b[^\n]{0,300}?[ \t]-p[ \t]{0,16}(?P<s>[^\s-]\S*)"), False, None),
     ("command-line-secret", re.compile(
-        r"(?<![\w-])(?:wandb|huggingface-cli|hf)[ \t]{1,16}(?:auth[ \t]{1,16})?login[ \t]{1,16}"
-        r"(?:--relogin[ \t]{1,16})?(?P<s>[A-Za-z0-9_\-]{20,})"), False, None),
+        r"(?<![\w-])(?:wandb|huggingface-cli|hf|vault)[ \t]{1,16}(?:auth[ \t]{1,16})?login[ \t]{1,16}"
+        r"(?:--relogin[ \t]{1,16})?(?P<s>[A-Za-z0-9_.\-]{20,})"), False, None),
+    # redis-cli -a PW, ldapsearch -w PW, smbclient -U user%PW, curl -b 'name=value'
+    ("command-line-secret", re.compile(r"(?<![\w-])redis-cli\b[^\n]{0,300}?[ \t]-a[ \t]{1,16}(?P<s>[^\s-]\S*)"),
+     False, None),
+    ("command-line-secret", re.compile(
+        r"(?<![\w-])ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn)\b[^\n]{0,300}?[ \t]-w[ \t]{1,16}"
+        r"(?P<s>[^\s-]\S*)"), False, None),
+    ("command-line-secret", re.compile(
+        r"(?<![\w-])(?:smbclient|rpcclient|smbmap|smbcacls|net)\b[^\n]{0,300}?[ \t](?:-U|--user)[ \t=]{1,16}[\"']?"
+        r"[^\s%\"']{1,256}%(?P<s>[^\s\"']+)"), False, None),
+    ("cookie-header", re.compile(
+        r"(?<![\w-])curl\b[^\n]{0,300}?[ \t]-b[ \t]{1,16}(?:\"(?P<s>[^\"\n]*=[^\"\n]*)\"|'(?P<s2>[^'\n]*=[^'\n]*)'"
+        r"|(?P<s3>[^\s\"']*=\S*))"), False, None),
+    # a value a CI job asked to be masked is a secret by definition (GitHub Actions)
+    ("masked-value", re.compile(r"::add-mask::(?P<s>[^\s][^\n\r]{0,4095})"), False, None),
+    # tokens in URL paths: conda channels (/t/<token>/), Telegram bots (/bot<token>/)
+    ("url-token", re.compile(r"(?:anaconda\.org/t/|api\.telegram\.org/(?:file/)?bot)(?P<s>[A-Za-z0-9_:\-]{8,})"),
+     False, None),
     # echo <secret> | docker login --password-stdin, | gh auth login --with-token, | chpasswd
     ("command-line-secret", re.compile(
         r"(?<![\w-])echo[ \t]{1,16}(?:-[ne]{1,2}[ \t]{1,16})?"
@@ -242,16 +284,22 @@ _RULES: list[tuple[str, re.Pattern[str], bool, Any]] = [
         r"(?i)(?<![\w-])config(?:ure)?[ \t]{1,16}set[ \t]{1,16}(?:--?[\w\-]{1,30}[ \t]{1,16}){0,3}"
         r"(?P<name>[^\s=\"']{1,200})(?=[ \t]{1,16}(?!-)" + _QVALUE + ")"), True, None),
     ("secret-variable", re.compile(
-        r"(?i)\bSetEnvironmentVariable\([ \t]{0,16}[\"'](?P<name>" + _NAME + r")[\"'][ \t]{0,16},[ \t]{0,16}"
+        r"(?i)\b(?:SetEnvironmentVariable|setdefault|putenv|setenv|set_env)\([ \t]{0,16}[\"'](?P<name>" + _NAME
+        + r")[\"'][ \t]{0,16},[ \t]{0,16}"
         r"(?:\"(?P<s>[^\"\n]{1,4096})\"|'(?P<s2>[^'\n]{1,4096})')"), True, None),
     ("secret-variable", re.compile(r"(?i)\bset[ \t]{1,16}\"(?P<name>" + _NAME + r")=(?P<s>[^\"\n]{1,4096})\""),
      True, None),
     ("secret-variable", re.compile(
-        r"(?im)(?:\bsetx|^[ \t]*(?:ENV|ARG))[ \t]{1,16}(?P<name>" + _NAME + r")(?=[ \t]{1,16}" + _QVALUE + ")"),
+        r"(?im)(?:\bsetx|\bsetenv|\bset[ \t]{1,16}-[a-z]{1,4}|^[ \t]*(?:ENV|ARG))[ \t]{1,16}(?P<name>" + _NAME
+        + r")(?=[ \t]{1,16}" + _QVALUE + ")"),
      True, None),
     # connection strings: ...;Uid=sa;Pwd=X; (PWD alone is the shell's working directory)
     ("secret-variable", re.compile(r"(?i)(?<=;)[ \t]{0,16}pwd[ \t]{0,16}=[ \t]{0,16}(?P<s>[^;\s\"'}]{1,4096})"),
      False, None),
+    # Kubernetes env lists: "- name: HF_TOKEN" and "value: X" on the next line
+    ("secret-variable", re.compile(
+        r"(?m)\bname:[ \t]{0,16}[\"']?(?P<name>" + _NAME + r")[\"']?[ \t]{0,16}\r?\n[ \t]{0,64}(?:-[ \t]{1,16})?"
+        r"value:[ \t]{0,16}" + _QVALUE), True, None),
     # XML: <password>X</password>, .NET <add key="ApiKey" value="X"/>
     ("secret-variable", re.compile(
         r"<(?P<name>[A-Za-z_][\w.\-]{0,60})>[ \t]{0,16}(?P<s>[^<\s][^<\n]{0,4095})</(?P=name)>"), True, None),
@@ -259,7 +307,7 @@ _RULES: list[tuple[str, re.Pattern[str], bool, Any]] = [
         r"(?i)\bkey=[\"'](?P<name>" + _NAME + r")[\"'][ \t]{1,16}value="
         r"(?:\"(?P<s>[^\"\n]{1,4096})\"|'(?P<s2>[^'\n]{1,4096})')"), True, None),
     ("secret-variable", re.compile(
-        r"(?<![A-Za-z0-9_.\-])(?P<name>" + _NAME + r")(?=[\"']?" + _SP + r"{0,16}(?::=|=|:(?!//)|＝|：)" + _SP
+        r"(?<![A-Za-z0-9_.\-])(?P<name>" + _NAME + r")(?=[\"']?\]?" + _SP + r"{0,16}(?::=|=|:(?!//)|＝|：)" + _SP
         + r"{0,16}" + _QVALUE + ")"), True, None),
     # words: "the password is X", "token was X"
     ("secret-variable", re.compile(
@@ -268,20 +316,24 @@ _RULES: list[tuple[str, re.Pattern[str], bool, Any]] = [
         r"(?:\"(?P<s>[^\"\n]{1,4096})\"|'(?P<s2>[^'\n]{1,4096})'|(?P<s3>[^\s\"',;]{6,4096}))"), False, _prose_value),
     # Chinese: 密码：X, 密码是 X, 令牌＝X (the value is the ASCII that follows)
     ("secret-variable", re.compile(
-        r"(?:密码|口令|令牌|密钥|秘钥|私钥|授权码|访问码)" + _SP + r"{0,16}(?:(?:是|为)" + _SP + r"{0,16}[:：=＝]?|[:：=＝])"
-        + _SP + r"{0,16}(?P<s>[!-~]{4,4096})"), False, None),
+        r"(?:(?:密码|口令|令牌|密钥|秘钥|私钥|授权码|访问码)" + _SP + r"{0,16}(?:(?:是|为)" + _SP + r"{0,16}[:：=＝]?|[:：=＝])"
+        r"|(?i:api[ _\-]?key|access[ _\-]?key|token|password|passwd|secret)" + _SP + r"{0,16}(?:(?:是|为)" + _SP
+        + r"{0,16}[:：=＝]?|[：＝]))" + _SP + r"{0,16}(?P<s>[!-~]{4,4096})"), False, None),
 ]
 
 # literals one of which a text must contain for the rule to run at all (cheap `in` tests skip most rules)
 _NEEDLES: list[tuple[str, ...]] = [
     ("://",), ("://",), ("://",), ("uthoriz", "UTHORIZ"), ("ookie", "OOKIE"), ("earer", "EARER"),
     ("asic", "ASIC"), ("password", "account"),
-    (":",), ("mysql", "mariadb"), ("sshpass",), ("login",), ("login",), ("echo",), ("-u", "-U", "--auth"), ("-",),
+    (":",), ("mysql", "mariadb"), ("sshpass",), ("login",), ("login",), ("redis-cli",), ("ldap",), ("%",),
+    ("curl",), ("::add-mask::",), ("anaconda.org/t/", "api.telegram.org/"),
+    ("echo",), ("-u", "-U", "--auth"), ("-",),
     ("onfig", "ONFIG"),
-    ("etEnvironmentVariable", "etenvironmentvariable", "ETENVIRONMENTVARIABLE"), ('"',),
-    ("etx", "ETX", "ENV", "ARG", "env", "arg", "Env", "Arg"), (";",), ("</",), ("alue=", "ALUE="),
+    ("(",), ('"',),
+    ("etx", "ETX", "ENV", "ARG", "env", "arg", "Env", "Arg", "set ", "SET ", "Set "), (";",), ("value:",), ("</",),
+    ("alue=", "ALUE="),
     ("=", ":", "＝", "："), (" is", " was", " IS", " WAS", " Is", " Was"),
-    ("密码", "口令", "令牌", "密钥", "秘钥", "私钥", "授权码", "访问码"),
+    ("密码", "口令", "令牌", "密钥", "秘钥", "私钥", "授权码", "访问码", "是", "为", "：", "＝"),
 ]
 assert len(_NEEDLES) == len(_RULES)
 
@@ -390,10 +442,15 @@ def _chunks(text: str, blocks: list[tuple[int, int, str]]) -> list[tuple[int, in
             if blk is not None:  # never inside a key block: jump past its end
                 c = text.find("\n", blk - 1)
                 continue
-            if tries < 64 and any(w in text[max(pos, cut - 2048):cut] for w in _NETRC_WORDS):
-                tries += 1
-                c = text.find("\n", cut)
-                continue
+            if tries < 64:
+                last = text[text.rfind("\n", pos, c) + 1:c]  # the line before the cut
+                # a .netrc password may be lines below its machine word, a Kubernetes value below its name, and a
+                # long line may be wrapped inside a secret: cut after a short, plain line instead
+                if len(last) >= WRAP_MIN or "name:" in last or any(
+                        w in text[max(pos, cut - 2048):cut] for w in _NETRC_WORDS):
+                    tries += 1
+                    c = text.find("\n", cut)
+                    continue
             break
         cut = n if c == -1 else c + 1
         cuts.append((pos, cut))
@@ -435,22 +492,25 @@ def _scan(text: str, base: int, spans: list[tuple[int, int, str]]) -> None:
 # superset of the grammar, part by part: every token body (look-aheads dropped), every literal a rule starts
 # from, and for the rules over secret names every name that contains one of _NAME_PARTS (each secret suffix
 # and infix holds one; tests/test_redact.py checks both, and that windowed and whole scans agree).
-_NAME_PARTS = ("token", "key", "secret", "pass", "pw", "cred", "pat", "auth", "cookie", "sig")
+_NAME_PARTS = ("token", "key", "secret", "pass", "pw", "cred", "pat", "auth", "cookie", "sig", "sess")
 _NP = "(?i:" + "|".join(_NAME_PARTS) + ")"
 _TRIGGER_PARTS = [
     "(?:" + "|".join(body.replace("(?![A-Za-z0-9])", "") for _, body in _PREFIXES) + ")",
     r"(?i:authoriz|cookie|bearer|basic[ \t]|login|echo[ \t]|mysql|mariadb|sshpass|setenvironmentvariable|setx"
-    r"|config|value=|password-stdin|with-token)",
+    r"|setdefault|putenv|setenv|set_env|set[ \t]+-|config|value=|password-stdin|with-token|redis-cli|ldap|smbclient"
+    r"|rpcclient|smbmap|smbcacls|net[ \t]|curl)|::add-mask::|anaconda\.org/t/|api\.telegram\.org/",
+    r"(?P<fwd>(?m:name:[ \t]*[\"']?[A-Za-z0-9_.\-]*" + _NP + r"[A-Za-z0-9_.\-]*[\"']?[ \t]*\r?$))",
     r"://[^\s\"'<>]*@",
     r"(?P<back>(?:password|account)[ \t])",  # .netrc: its machine/login words may be lines above
     r"(?m:^[ \t]*[^\s:#]+:(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:\S)",
     r"(?m:^[ \t]*(?:ENV|ARG)[ \t])",
     r"(?:-u|-U|--user|--proxy-user|--http-user|--auth)(?:=|[ \t])",
-    _NP + r"[A-Za-z0-9_.\-]*[\"']?[ \t\x{3000}]*(?:=|:|＝|：|>|\"?[ \t]*[:=])",
+    _NP + r"[A-Za-z0-9_.\-]*[\"']?\]?[ \t\x{3000}]*(?:=|:|＝|：|>)",
     r"-[A-Za-z0-9_\-]*" + _NP + r"[A-Za-z0-9_\-]*[ \t]",
     r"(?i:passw|passphrase|passcode|api[ _\-]?key|access[ _\-]?key|token|secret)[ \t]+(?i:is|was)[ \t]",
     r"(?i:pwd)[ \t]*=",
     "密码|口令|令牌|密钥|秘钥|私钥|授权码|访问码",
+    r"(?i:api[ _\-]?key|access[ _\-]?key|token|password|passwd|secret)[ \t\x{3000}]*(?:是|为)",
 ]
 _TRIGGER = re2.compile("|".join(_TRIGGER_PARTS))
 PREFILTER_MIN = 8192  # shorter texts are scanned whole
@@ -467,6 +527,8 @@ def _windows(text: str) -> list[tuple[int, int]]:
         if m.group("back") is not None:
             a = text.rfind("\n", 0, max(0, a - NETRC_BACK)) + 1
         e = text.find("\n", m.end())
+        if e >= 0 and m.group("fwd") is not None:  # a Kubernetes "name:" line: its value is on the next line
+            e = text.find("\n", e + 1)
         b = n if e < 0 else e + 1
         if out and a <= out[-1][1]:
             if b > out[-1][1]:
