@@ -494,8 +494,18 @@ def _scan(text: str, base: int, spans: list[tuple[int, int, str]]) -> None:
 # and infix holds one; tests/test_redact.py checks both, and that windowed and whole scans agree).
 _NAME_PARTS = ("token", "key", "secret", "pass", "pw", "cred", "pat", "auth", "cookie", "sig", "sess")
 _NP = "(?i:" + "|".join(_NAME_PARTS) + ")"
+# where each token shape of _PREFIXES starts: literals and short classes only.  (The token bodies themselves, with
+# their {30,} counts, would make RE2's DFA run out of memory on token-like text -- base64 blobs, long alphanumeric
+# runs -- and fall back to a scan 20-50x slower; tests/test_redact.py times the prefilter on such text.)
+_TOKEN_HEADS = (
+    r"hf_|api_org_|gh[pousr]_|github_pat_|gl(?:pat|dt|rt|ptt|cbt|ft|imt|soat|oas|agent|wt)-|GR1348941|xox[abposre]-"
+    r"|xapp-|sk-|[sr]k_(?:live|test)_|whsec_|A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|NPA|NVA|IPA|PKA)|AIza|ya29\.|GOCSPX-"
+    r"|npm_|pypi-|nvapi-|dckr_pat_|hv[sb]\.|do[por]_v1_|shp(?:at|ss|ca|pa)_|SG\.|r8_|gsk_|pplx-|glsa_|glc_|lin_api_"
+    r"|PMAK-|dp\.(?:pt|st|ct|sa|scim|audit)\.|pul-|tskey-|sbp_|dapi|ATATT3|HRKU-|key-|SK[0-9a-f]|AGE-SECRET-KEY-1"
+    r"|:AA|eyJ|\.[A-Za-z0-9_\-]{6}\.|LS0tLS1CRUdJTiB|https://hooks\.slack\.com/|https://discord(?:app)?\.com/api/webhooks/"
+)
 _TRIGGER_PARTS = [
-    "(?:" + "|".join(body.replace("(?![A-Za-z0-9])", "") for _, body in _PREFIXES) + ")",
+    "(?:" + _TOKEN_HEADS + ")",
     r"(?i:authoriz|cookie|bearer|basic[ \t]|login|echo[ \t]|mysql|mariadb|sshpass|setenvironmentvariable|setx"
     r"|setdefault|putenv|setenv|set_env|set[ \t]+-|config|value=|password-stdin|with-token|redis-cli|ldap|smbclient"
     r"|rpcclient|smbmap|smbcacls|net[ \t]|curl)|::add-mask::|anaconda\.org/t/|api\.telegram\.org/",
@@ -512,41 +522,62 @@ _TRIGGER_PARTS = [
     "密码|口令|令牌|密钥|秘钥|私钥|授权码|访问码",
     r"(?i:api[ _\-]?key|access[ _\-]?key|token|password|passwd|secret)[ \t\x{3000}]*(?:是|为)",
 ]
-_TRIGGER = re2.compile("|".join(_TRIGGER_PARTS))
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.max_mem = 64 << 20  # room for the DFA of the trigger (RE2's default 8 MiB is tight for ~40 literals)
+# two RE2 passes, literals apart from the name shapes: one automaton of all of them blows up (every "pw", "sig",
+# "pat" inside a word starts a name) and scans random alphanumerics 6x slower than the two passes together
+_TRIGGERS = [re2.compile("|".join(p for p in _TRIGGER_PARTS if not _NP in p or p.startswith("(?P<back>")), _RE2_OPTIONS),
+             re2.compile("|".join(p for p in _TRIGGER_PARTS if _NP in p and not p.startswith("(?P<back>")), _RE2_OPTIONS)]
+_FLAGS = [(rx.groupindex.get("back", 0), rx.groupindex.get("fwd", 0)) for rx in _TRIGGERS]
+DENSE = 512  # a trigger hit per this many characters or more: the windows would cover most of the text
 PREFILTER_MIN = 8192  # shorter texts are scanned whole
 NETRC_BACK = 2400     # how far above a .netrc password its machine/login words may be
 
 
 def _windows(text: str) -> list[tuple[int, int]]:
-    """The stretches of *text* (whole lines, sorted, not overlapping) that hold every place a rule could match."""
+    """The stretches of *text* (whole lines, sorted, not overlapping) that hold every place a rule could match.
+
+    Linear: the trigger's matches come in order, a match inside the stretch already taken costs nothing, and each
+    search for a line end starts where the last one stopped."""
     out: list[tuple[int, int]] = []
     n = len(text)
-    for m in _TRIGGER.finditer(text):
-        s = m.start()
-        a = text.rfind("\n", 0, s) + 1
-        if m.group("back") is not None:
-            a = text.rfind("\n", 0, max(0, a - NETRC_BACK)) + 1
-        e = text.find("\n", m.end())
-        if e >= 0 and m.group("fwd") is not None:  # a Kubernetes "name:" line: its value is on the next line
-            e = text.find("\n", e + 1)
-        b = n if e < 0 else e + 1
-        if out and a <= out[-1][1]:
-            if b > out[-1][1]:
-                out[-1] = (min(a, out[-1][0]), b)
+    budget = n // DENSE + 16  # past this many hits, the whole text is one window (the whole scan is cheaper)
+    hits: list[tuple[int, int, bool, bool]] = []
+    for rx, (bi, fi) in zip(_TRIGGERS, _FLAGS):
+        for m in rx.finditer(text):
+            budget -= 1
+            if budget < 0:
+                return [(0, n)]
+            hits.append((m.start(), m.end(), bool(bi) and m.start(bi) >= 0, bool(fi) and m.start(fi) >= 0))
+    hits.sort()
+    cur_a, cur_b = -1, -1  # the stretch being built: [cur_a, cur_b), cur_b just after a newline (or n)
+    fwd_done = -1          # the cur_b a "name:" line has already been extended past
+    for s, mend, back, fwd in hits:
+        if s < cur_b:  # on a line already taken (cur_a and cur_b are line starts)
+            ls = max(cur_a, text.rfind("\n", cur_a, s) + 1)
+            if fwd and fwd_done != cur_b and cur_b < n:
+                e = text.find("\n", max(cur_b, mend))
+                cur_b = fwd_done = n if e < 0 else e + 1
         else:
-            out.append((a, b))
-    if not out:
-        return out
-    # a netrc window reaches back over earlier ones: merge again in order
-    out.sort()
-    merged = [out[0]]
-    for a, b in out[1:]:
-        if a <= merged[-1][1]:
-            if b > merged[-1][1]:
-                merged[-1] = (merged[-1][0], b)
-        else:
-            merged.append((a, b))
-    return merged
+            ls = max(cur_b, 0, text.rfind("\n", max(cur_b, 0), s) + 1)
+            e = text.find("\n", mend)
+            if e >= 0 and fwd:  # a Kubernetes "name:" line: its value is on the next line
+                e = text.find("\n", e + 1)
+            b = n if e < 0 else e + 1
+            if fwd:
+                fwd_done = b
+            if cur_b >= 0:
+                out.append((cur_a, cur_b))
+            cur_a, cur_b = ls, b
+        if back and ls - NETRC_BACK < cur_a and cur_a > 0:  # .netrc: its machine/login words may be lines above
+            cur_a = text.rfind("\n", 0, max(0, ls - NETRC_BACK)) + 1
+        # adjacent or overlapping stretches (a netrc one may reach back over several) become one
+        while out and cur_a <= out[-1][1]:
+            pa, _ = out.pop()
+            cur_a = min(pa, cur_a)
+    if cur_b >= 0:
+        out.append((cur_a, cur_b))
+    return out
 
 
 # ------------------------------------------------------------------------------------- lines cut by a wrap
@@ -614,7 +645,7 @@ def find_secrets(text: str, blocks: list[tuple[int, int, str]] | None = None, *,
         _scan(text, 0, spans)
     else:
         for a, b in _windows(text):
-            _scan(text[a:b], a, spans)
+            _scan(text if (a, b) == (0, len(text)) else text[a:b], a, spans)
     if "\n" in text:
         spans.extend(_wrapped_tokens(text))
     if not spans:

@@ -367,3 +367,24 @@ def test_wrap_continuation_takes_no_ordinary_word() -> None:
     assert out.endswith("HF_TOKEN=<SECRET-1>\nLoading checkpoint shards\n"), out
     out = redact_text(line + "\nAb12CdEf and more\n")
     assert out.endswith("HF_TOKEN=<SECRET-1> and more\n"), out
+
+
+def test_prefilter_stays_fast_on_token_like_text() -> None:
+    """Random alphanumerics, base64 lines and a dense run of token prefixes: the RE2 trigger's automaton must not
+    blow up (a DFA out of memory falls back to a scan 20-50x slower: 6-25 s a MB here before the fix)."""
+    import random
+    import time
+
+    from diagnostics.redact import _windows, find_secrets
+
+    rnd = random.Random(3)
+    al = string.ascii_letters + string.digits
+    texts = ["".join(rnd.choice(al) for _ in range(400_000)),
+             "\n".join("".join(rnd.choice(al + "+/") for _ in range(76)) for _ in range(5000)),
+             " ".join(rnd.choice(["hf_", "sk-", "ghp_", "xoxb-", "AKIA", "eyJ", "LS0tLS1CRUdJTiB"])
+                      + "".join(rnd.choice(al) for _ in range(rnd.randint(5, 60))) for _ in range(10000))]
+    for t in texts:
+        t0 = time.perf_counter()
+        _windows(t)
+        find_secrets(t)
+        assert time.perf_counter() - t0 < 4.0, len(t)
