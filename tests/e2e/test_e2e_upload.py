@@ -22,7 +22,7 @@ def test_other_visitor_works_during_a_64mb_upload():
     from bench.bench_upload import run
 
     r = run(mb=64, baseline_n=1, search=True)
-    assert r["bytes"] >= 63.9e6 and not r.get("upload_error"), r.get("upload_error")
+    assert r["bytes"] >= 63.5e6 and not r.get("upload_error"), r.get("upload_error")  # just under the 64 MB limit
     assert r.get("a_finished"), r["server_log"]
     assert r["diagnose_s"] < 120, r["diagnose_s"]  # ~25 s on 2 shared cores at load 10 (docs/BENCHMARKS.md)
     assert "The torch build has no GPU code" in r["a_text"], r["a_text"][:2000]
