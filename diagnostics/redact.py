@@ -177,8 +177,11 @@ _TOKEN_KINDS = {f"t{i}": kind for i, (kind, _) in enumerate(_PREFIXES)}
 _KEY_BEGIN_RE = re.compile(r"-{4,5} ?BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)? ?-{4,5}")
 _KEY_END_RE = re.compile(r"-{4,5} ?END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)? ?-{4,5}")
 _PUTTY_RE = re.compile(r"Private-Lines:[ \t]*\d{1,6}\r?\n(?P<s>(?:[A-Za-z0-9+/=]{1,128}\r?\n?){1,4096})")
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.max_mem = 64 << 20  # room for the DFA of the trigger (RE2's default 8 MiB is tight for ~40 literals)
+_RE2_OPTIONS.log_errors = False  # never a line on the user's stderr from inside RE2 (a DFA budget message)
 # YAML block scalars under a secret name (`password: |` and the more-indented lines below it)
-_YAML_BLOCK_HEAD = re2.compile(r"(?m):[ \t]*[|>][-+0-9]{0,2}[ \t]*(?:#[^\n]*)?\r?$")
+_YAML_BLOCK_HEAD = re2.compile(r"(?m):[ \t]*[|>][-+0-9]{0,2}[ \t]*(?:#[^\n]*)?\r?$", _RE2_OPTIONS)
 _YAML_BLOCK_NAME = re.compile(r"(?P<ind>[ \t]*)(?:-[ \t]+)?[\"']?(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,100})[\"']?[ \t]*$")
 YAML_BLOCK_MAX_LINES = 4096
 
@@ -399,8 +402,11 @@ def _yaml_block_spans(text: str) -> Iterator[tuple[int, int, str]]:
             stop = len(text) if nl < 0 else nl
             line = text[cur:stop]
             if line.strip():
-                if len(line) - len(line.lstrip(" \t")) <= ind:
+                lead = len(line) - len(line.lstrip(" \t"))
+                if lead <= ind:
                     break
+                if end == start:  # the secret starts after the first line's indentation
+                    start = end = cur + lead
                 end = stop
             cur = stop + 1
         if end > start:
@@ -522,8 +528,6 @@ _TRIGGER_PARTS = [
     "密码|口令|令牌|密钥|秘钥|私钥|授权码|访问码",
     r"(?i:api[ _\-]?key|access[ _\-]?key|token|password|passwd|secret)[ \t\x{3000}]*(?:是|为)",
 ]
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.max_mem = 64 << 20  # room for the DFA of the trigger (RE2's default 8 MiB is tight for ~40 literals)
 # two RE2 passes, literals apart from the name shapes: one automaton of all of them blows up (every "pw", "sig",
 # "pat" inside a word starts a name) and scans random alphanumerics 6x slower than the two passes together
 _TRIGGERS = [re2.compile("|".join(p for p in _TRIGGER_PARTS if not _NP in p or p.startswith("(?P<back>")), _RE2_OPTIONS),
@@ -617,7 +621,7 @@ def _extend_wrapped(text: str, spans: list[tuple[int, int, str]]) -> list[tuple[
 # a token's first part at the end of a long line, too short for its own rule: joined with the next line's start
 _WRAPPED_FRAGMENT = re2.compile(
     r"(?m)(?:^|[^A-Za-z0-9])((?:hf_|api_org_|gh[pousr]_|github_pat_|gl(?:pat|dt|rt)-|sk-|[sr]k_live_|xox[abposre]-"
-    r"|xapp-|npm_|pypi-|nvapi-|dckr_pat_|AKIA|ASIA|AIza|ya29\.|eyJ)[A-Za-z0-9_.\-]*)\r?$")
+    r"|xapp-|npm_|pypi-|nvapi-|dckr_pat_|AKIA|ASIA|AIza|ya29\.|eyJ)[A-Za-z0-9_.\-]*)\r?$", _RE2_OPTIONS)
 
 
 def _wrapped_tokens(text: str) -> Iterator[tuple[int, int, str]]:
