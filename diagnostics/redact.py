@@ -880,8 +880,9 @@ def _walk(obj: Any, r: Redactor, path: str, parent_key: str | None = None) -> An
     if isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
-            p = f"{path}.{k}" if path else str(k)
-            nk = r.text(k, p) if isinstance(k, str) else k
+            # the place is named by the redacted key: a secret used as a key must not reach "where"
+            nk = r.text(k, f"{path}.<key>" if path else "<key>") if isinstance(k, str) else k
+            p = f"{path}.{nk}" if path else str(nk)
             if isinstance(v, str) and isinstance(k, str) and (k.startswith("env.") or parent_key == "env"):
                 out[nk] = r.env_value(k, v, p)
             else:

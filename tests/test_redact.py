@@ -195,6 +195,9 @@ def test_secret_as_dict_key_is_removed() -> None:
     tok = "hf_" + "Zz9" * 12
     out = redact_report({"facts": {f"env.{tok}": "x", "ok": {tok: 1}}})
     assert tok not in json.dumps(out)
+    # nor does it reach the places listed in the preview (stored under "redactions" at save)
+    prev = preview_report({"facts": {f"env.{tok}": "x", "ok": {tok: "HF_TOKEN=abcdefgh12345"}}})
+    assert tok not in json.dumps(prev) and prev["replacements"]
 
 
 def test_key_block_without_end_runs_to_the_end_of_the_text() -> None:

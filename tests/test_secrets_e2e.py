@@ -77,7 +77,7 @@ def test_planted_secrets_reach_nothing_stored_or_shared(tmp_path: Path) -> None:
     # 3. import of a bundle that still carries every secret, in logs, facts, notes and a dict key
     raw = json.loads(json.dumps(rep))
     raw["session_id"] = "7d0f8b4e-2a52-4c3e-9a51-2f4b9f8c1e11"
-    raw["facts"] = {"env.HF_TOKEN": FORMATS[0][2], "env.X": FORMATS[1][1]}
+    raw["facts"] = {"env.HF_TOKEN": FORMATS[0][2], "env.X": FORMATS[1][1], FORMATS[2][2]: "a secret as a key"}
     raw["notes"] = [t for _, t, _ in FORMATS[:20]]
     bundle_file = tmp_path / "planted.json"
     bundle_file.write_bytes(build_bundle(raw))
