@@ -272,11 +272,12 @@ _RULES: list[tuple[str, re.Pattern[str], bool, Any]] = [
     # tokens in URL paths: conda channels (/t/<token>/), Telegram bots (/bot<token>/)
     ("url-token", re.compile(r"(?:anaconda\.org/t/|api\.telegram\.org/(?:file/)?bot)(?P<s>[A-Za-z0-9_:\-]{8,})"),
      False, None),
-    # echo <secret> | docker login --password-stdin, | gh auth login --with-token, | chpasswd
+    # echo <secret> | docker login --password-stdin, | gh auth login --with-token, | chpasswd, | sudo -S
     ("command-line-secret", re.compile(
         r"(?<![\w-])echo[ \t]{1,16}(?:-[ne]{1,2}[ \t]{1,16})?"
         r"(?:\"(?P<s>[^\"\n]{1,4096})\"|'(?P<s2>[^'\n]{1,4096})'|(?P<s3>[^\s|'\"$][^\s|]{0,4095}))"
-        r"[ \t]{0,16}\|[^\n]{0,300}?(?:login|password-stdin|with-token|chpasswd|passwd)"), False, None),
+        r"[ \t]{0,16}\|[^\n]{0,300}?(?:login|password-stdin|with-token|chpasswd|passwd|sudo[ \t]{1,16}(?:-[A-Za-z]{0,8}S|--stdin))"),
+     False, None),
     ("command-line-secret", re.compile(
         r"(?<![\w-])(?:-u|-U|--user|--proxy-user|--http-user|--auth)(?:=|[ \t]{1,16})[\"']?"
         r"[^\s:\"'$]{0,256}:(?P<s>[^\s\"']+)"), False, None),

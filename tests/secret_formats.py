@@ -361,6 +361,8 @@ def catalogue_round2() -> list[tuple[str, str, str]]:
     out.append(("kubectl-from-literal", f"kubectl create secret generic x --from-literal=password={s}", s))
     s = nxt()
     out.append(("cifs-mount-options", f"mount -t cifs //s/x /mnt -o username=u,password={s},vers=3", s))
+    s = nxt() + "!"
+    out.append(("echo-sudo-S", f"echo '{s}' | sudo -S apt-get install -y rocm-hip-sdk", s))
     s = nxt()
     out.append(("oauth-fragment", f"https://app.example/cb#access_token={s}&token_type=bearer", s))
     return out
