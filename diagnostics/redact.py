@@ -531,8 +531,8 @@ _TRIGGER_PARTS = [
 ]
 # two RE2 passes, literals apart from the name shapes: one automaton of all of them blows up (every "pw", "sig",
 # "pat" inside a word starts a name) and scans random alphanumerics 6x slower than the two passes together
-_TRIGGERS = [re2.compile("|".join(p for p in _TRIGGER_PARTS if not _NP in p or p.startswith("(?P<back>")), _RE2_OPTIONS),
-             re2.compile("|".join(p for p in _TRIGGER_PARTS if _NP in p and not p.startswith("(?P<back>")), _RE2_OPTIONS)]
+_TRIGGERS = [re2.compile("|".join(p for p in _TRIGGER_PARTS if _NP not in p), _RE2_OPTIONS),
+             re2.compile("|".join(p for p in _TRIGGER_PARTS if _NP in p), _RE2_OPTIONS)]
 _FLAGS = [(rx.groupindex.get("back", 0), rx.groupindex.get("fwd", 0)) for rx in _TRIGGERS]
 DENSE = 512  # a trigger hit per this many characters or more: the windows would cover most of the text
 PREFILTER_MIN = 8192  # shorter texts are scanned whole
