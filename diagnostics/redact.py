@@ -598,6 +598,9 @@ def _extend_wrapped(text: str, spans: list[tuple[int, int, str]]) -> list[tuple[
     out = []
     n = len(text)
     for a, b, k in spans:
+        if text[b - 1:b] == ">" and text.rfind("<SECRET-", a, b) >= 0:  # a placeholder: redacted already
+            out.append((a, b, k))
+            continue
         for _ in range(WRAP_MAX_LINES):
             nl = b + 1 if b < n and text[b] == "\n" else b + 2 if text.startswith("\r\n", b) else -1
             if nl < 0:
