@@ -133,7 +133,18 @@ def main() -> int:
         head = "| path | input | " + " | ".join(f"{mb} MB: time / peak growth" for mb in args.sizes) + \
                " | s/MB largest ÷ smallest | peak growth ÷ input (largest) |"
         sep = "|" + "---|" * (4 + len(args.sizes))
-        body = "\n".join(f"| {p} | {k} | " + " | ".join(c) + f" | {lin} | {m:.2f}x |" for p, k, c, lin, m in rows)
+        fresh = {(p, k): f"| {p} | {k} | " + " | ".join(c) + f" | {lin} | {m:.2f}x |" for p, k, c, lin, m in rows}
+        # rows of paths not run this time stay as they were (same sizes only); the order is PATHS x KINDS
+        old_rows: dict = {}
+        doc = Path(args.write)
+        if doc.exists():
+            sec = doc.read_text(encoding="utf-8").split("## Text paths\n", 1)[-1].split("\n## ", 1)[0]
+            for ln in sec.splitlines():
+                cells = [c.strip() for c in ln.strip().strip("|").split("|")]
+                if ln.startswith("| ") and len(cells) == 4 + len(args.sizes) and cells[0] in PATHS:
+                    old_rows[(cells[0], cells[1])] = ln
+        body = "\n".join(fresh.get((p, k)) or old_rows[(p, k)] for p in PATHS for k in KINDS
+                         if (p, k) in fresh or (p, k) in old_rows)
         cpu = platform.processor() or platform.machine()
         section = (
             "## Text paths\n\n"

@@ -542,6 +542,20 @@ def prose_lines(text: str) -> str:
     return "\n".join(keep)
 
 
+QUERY_HEAD = QUERY_TAIL = 256 * 1024  # what a guess reads of a long paste: its start and its end (issue 16)
+
+
+def bounded_query(text: str) -> str:
+    """*text*, or for a long paste (a 64 MB uploaded log) its first and last QUERY_HEAD/QUERY_TAIL characters cut
+    at line ends: what a person wrote around pasted output sits at its start or end, and ranking words costs time
+    in proportion to the text (the log itself is left to the KB's patterns, which read all of it)."""
+    if len(text) <= QUERY_HEAD + QUERY_TAIL:
+        return text
+    head = text[:QUERY_HEAD]
+    tail = text[-QUERY_TAIL:]
+    return head[: head.rfind("\n") + 1 or None] + "\n" + tail[tail.find("\n") + 1:]
+
+
 def merge_symptoms(result: dict[str, Any], text: str, kb: Any, *, source: str = "description",
                    min_score: float = MIN_RELATIVE, limit: int = 5, prose_only: bool = True) -> dict[str, Any]:
     """Add ranked guesses for *text* to a matcher result (``{"diagnoses": [...]}``) in place, and return it.
@@ -558,6 +572,7 @@ def merge_symptoms(result: dict[str, Any], text: str, kb: Any, *, source: str = 
     """
     from .matcher import diagnosis_dict
 
+    text = bounded_query(text)
     query = prose_lines(text) if prose_only else text
     possible = result.setdefault("possible", [])
     if not query or not query.strip():

@@ -52,18 +52,32 @@ def test_planted_secrets_reach_nothing_stored_or_shared(tmp_path: Path) -> None:
     p = _cli("run", "--save", "--no-generate", "--quiet", "--timeout", "30", "--db", url, *logs)
     assert p.returncode in (0, 1), p.stderr.decode()[-2000:]
     assert not _leaks(p.stdout + p.stderr)
-    # 2. the UI paste path
-    items = [(f"paste{i}", text) for i, (_, text, _) in enumerate(FORMATS)]
+    # 2. the UI paste and upload path (ui/diagnose.py: uploads are decoded by service.decode_text), and what the
+    #    page offers before anything is saved: the Markdown and JSON downloads, the GitHub issue body, the preview
+    items = [(f"paste{i}", text) for i, (_, text, _) in enumerate(FORMATS[: len(FORMATS) // 2])]
+    items += [(f"upload{i}.log", service.decode_text(text.encode("utf-8"), f"upload{i}.log"))
+              for i, (_, text, _) in enumerate(FORMATS[len(FORMATS) // 2:])]
     res = service.diagnose_text(logs=items)
     rep = service.new_report("pasted")
     rep.update({k: res.get(k) for k in ("facts", "diagnoses", "not_ruled_out", "parsed", "notes", "kb_version")})
     rep["logs"] = [{"name": n, "text": t} for n, t in items]
+    from diagnostics.issue_body import render_github_issue
+    from diagnostics.redact import preview_report, redact_report
+    from diagnostics.store import render_markdown
+
+    page = []
+    for mask in (False, True):
+        clean = redact_report(rep, mask_identity=mask)
+        page += [render_markdown(clean), json.dumps(clean, ensure_ascii=False), render_github_issue(rep, mask_identity=mask),
+                 json.dumps(preview_report(rep, mask_identity=mask)["replacements"])]
+    for blob in page:
+        assert not _leaks(blob)
     store = Store(url)
     pasted = store.save(rep)
     # 3. import of a bundle that still carries every secret, in logs, facts, notes and a dict key
     raw = json.loads(json.dumps(rep))
     raw["session_id"] = "7d0f8b4e-2a52-4c3e-9a51-2f4b9f8c1e11"
-    raw["facts"] = {"env.HF_TOKEN": FORMATS[0][2], "env.X": FORMATS[1][1]}
+    raw["facts"] = {"env.HF_TOKEN": FORMATS[0][2], "env.X": FORMATS[1][1], FORMATS[2][2]: "a secret as a key"}
     raw["notes"] = [t for _, t, _ in FORMATS[:20]]
     bundle_file = tmp_path / "planted.json"
     bundle_file.write_bytes(build_bundle(raw))
@@ -85,8 +99,10 @@ def test_planted_secrets_reach_nothing_stored_or_shared(tmp_path: Path) -> None:
                    json.dumps(store.get(sid), ensure_ascii=False).encode()]
         p = _cli("sessions", "show", "--db", url, sid)
         shared.append(p.stdout + p.stderr)
-        p = _cli("sessions", "export", "--db", url, sid, "--out", "-")
-        shared.append(p.stdout)
+        for fmt in ("bundle", "md", "html", "github"):
+            p = _cli("sessions", "export", "--db", url, sid, "--out", "-", "--format", fmt)
+            assert p.returncode == 0, p.stderr.decode()[-2000:]
+            shared.append(p.stdout + p.stderr)
     assert pasted in ids
     for blob in shared:
         assert not _leaks(blob)

@@ -9,7 +9,6 @@ import json
 import urllib.error
 import urllib.request
 
-import pytest
 
 from tests.e2e.conftest import Server, wait_app
 
@@ -17,16 +16,15 @@ NO_BINARY = ('RuntimeError: HIP error: hipErrorNoBinaryForGpu: Unable to find co
              'devices!\n')
 
 
-@pytest.mark.skip(reason="open (issue 16): a 64 MB uploaded log's diagnosis did not finish within 330 s here "
-                         "(the other visitor stayed responsive); see docs/RELIABILITY.md")
 def test_other_visitor_works_during_a_64mb_upload():
     """Visitor A uploads 64 MB through the uploader and diagnoses it; visitor B's Knowledge base page loads
     and its search answers meanwhile; A's diagnosis completes and finds the error planted in the log."""
     from bench.bench_upload import run
 
     r = run(mb=64, baseline_n=1, search=True)
-    assert r["bytes"] >= 63.9e6 and not r.get("upload_error"), r.get("upload_error")
+    assert r["bytes"] >= 63.5e6 and not r.get("upload_error"), r.get("upload_error")  # just under the 64 MB limit
     assert r.get("a_finished"), r["server_log"]
+    assert r["diagnose_s"] < 120, r["diagnose_s"]  # ~25 s on 2 shared cores at load 10 (docs/BENCHMARKS.md)
     assert "The torch build has no GPU code" in r["a_text"], r["a_text"][:2000]
     assert len(r["upload"]) + len(r["diagnose"]) >= 1  # B's page came up while A was busy ...
     assert r["searches_during"] >= 1  # ... and ran its search, not only rendered
