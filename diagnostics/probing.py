@@ -37,11 +37,57 @@ def probe_argv(spec: ProbeSpec, python: str, root: str) -> list[str]:
     return [sys.executable, "-m", f"diagnostics.probes.{spec.module}", "--root", root]
 
 
+SCALE_ENV = "GPU_DOCTOR_STAGE_SCALE"  # multiplies every stage budget (a slow machine, a cold network disk)
+
+
+def stage_scale(spec: ProbeSpec, timeout: float | None = None) -> float:
+    """How much wider than their defaults the stage budgets of *spec* are: a ``--timeout`` above the probe's
+    default widens them in proportion (``--timeout 600`` for the torch probe: five times), and
+    GPU_DOCTOR_STAGE_SCALE multiplies that.  Never narrower than the defaults (a smaller --timeout caps the
+    whole probe instead)."""
+    scale = max(1.0, (timeout or 0.0) / spec.timeout) if spec.timeout else 1.0
+    try:
+        scale *= max(1.0, float(os.environ.get(SCALE_ENV) or 1.0))
+    except ValueError:
+        pass
+    return scale
+
+
+class StageClock:
+    """The budget of the stage a child is in: each ``{"stage": ...}`` record restarts the clock with that
+    stage's budget (ProbeSpec.stages), so a hang is recognised by stage, in seconds, not at the probe's whole
+    time limit.  ``deadline`` is what run_child polls."""
+
+    def __init__(self, budgets: tuple[tuple[str, float], ...] | dict[str, float], scale: float = 1.0) -> None:
+        self.budgets = dict(budgets)
+        self.scale = scale
+        self.stage = ""
+        self.since = time.monotonic()
+        self.active = True
+
+    def enter(self, stage: str) -> None:
+        self.stage, self.since = str(stage), time.monotonic()
+
+    def budget(self) -> float | None:
+        b = self.budgets.get(self.stage)
+        return None if b is None else b * self.scale
+
+    def deadline(self) -> float | None:
+        b = self.budget()
+        return None if b is None or not self.active else self.since + b
+
+    def overran(self) -> bool:
+        d = self.deadline()
+        return d is not None and time.monotonic() >= d - 0.05
+
+
 def run_probe(spec: ProbeSpec, *, python: str = sys.executable, root: str = "/", timeout: float | None = None,
               env: dict[str, str] | None = None, on_event: EventFn | None = None,
-              cancel: threading.Event | None = None) -> dict[str, Any]:
+              cancel: threading.Event | None = None, scale: float | None = None) -> dict[str, Any]:
     col = Collected()
     lock = threading.Lock()
+    limit = timeout if timeout is not None else spec.timeout
+    clock = StageClock(spec.stages, stage_scale(spec, limit) if scale is None else scale)
 
     def on_line(stream: str, line: str) -> None:
         if stream != "stdout":
@@ -51,23 +97,25 @@ def run_probe(spec: ProbeSpec, *, python: str = sys.executable, root: str = "/",
             return
         with lock:
             col.feed(rec, len(line))
-        if "stage" in rec and on_event:
-            on_event({"event": "stage", "probe": spec.id, "stage": rec["stage"]})
+        if "stage" in rec:
+            clock.enter(rec["stage"])
+            if on_event:
+                on_event({"event": "stage", "probe": spec.id, "stage": rec["stage"]})
 
-    limit = timeout if timeout is not None else spec.timeout
     if on_event:
         on_event({"event": "start", "probe": spec.id, "title": spec.title})
     # the torch probe is the critical path (importing torch is the floor); the others yield the CPU to it
     res = run_child(probe_argv(spec, python, root), timeout=limit, env=_child_env(spec, env), on_line=on_line,
-                    cancel=cancel, nice=0 if spec.gpu_runtime and spec.script else 10)
-    out = finish(spec, res, col)
+                    cancel=cancel, nice=0 if spec.gpu_runtime and spec.script else 10,
+                    deadline=clock.deadline if spec.stages else None)
+    out = finish(spec, res, col, clock)
     if on_event:
         on_event({"event": "end", "probe": spec.id, "status": out["status"], "duration_s": out["duration_s"],
                   "summary": out.get("summary")})
     return out
 
 
-def finish(spec: ProbeSpec, res: ChildResult, col: Collected) -> dict[str, Any]:
+def finish(spec: ProbeSpec, res: ChildResult, col: Collected, clock: StageClock | None = None) -> dict[str, Any]:
     """Turn a child's end into a probe result: the child's own verdict, or what killed it."""
     good, problems = factcat.clean_facts(col.facts)
     evidence = list(col.evidence)
@@ -81,7 +129,12 @@ def finish(spec: ProbeSpec, res: ChildResult, col: Collected) -> dict[str, Any]:
     tail = res.stderr_tail(15)
     if res.status == "timeout":
         status = "timeout"
-        error = f"no answer within {res.duration_s:.0f}s{where}; the probe was stopped"
+        if clock is not None and clock.budget() is not None and clock.overran():
+            waited = time.monotonic() - clock.since
+            error = (f"no answer within {waited:.0f}s{where} (that stage's budget is {clock.budget():g} s; widen "
+                     f"it with --timeout or {SCALE_ENV}); the probe was stopped {res.duration_s:.0f}s after it started")
+        else:
+            error = f"no answer within {res.duration_s:.0f}s{where}; the probe was stopped"
         summary = f"hung{where}"
     elif res.status == "crashed":
         status = "crashed"

@@ -35,9 +35,13 @@ FACTS = ("python.version", "python.executable", "pkg.vllm_build", "pkg.nvidia_wh
          "torch.gcn_arch_names", "torch.smoke_ok", "torch.smoke_error")
 
 
+OUT = None  # where records go (None: sys.stdout); the generation child that hosts this probe sets its own
+
+
 def emit(rec):
-    sys.stdout.write(PREFIX + json.dumps(rec, default=str) + "\n")
-    sys.stdout.flush()
+    out = OUT or sys.stdout
+    out.write(PREFIX + json.dumps(rec, default=str) + "\n")
+    out.flush()
 
 
 def fact(name, value):
@@ -227,3 +231,10 @@ if __name__ == "__main__":
     # the final record: a torch that ends the process inside a call (os._exit(0) in is_available()) never
     # gets here, and the parent reports the probe as crashed instead of trusting the missing rest
     emit({"done": True})
+    # then end at once: the interpreter's normal exit tears torch down (garbage-collecting its Python objects,
+    # 0.9-1.2 s measured on the 2-core machine, docs/BENCHMARKS.md) while the parent waits for the exit
+    try:
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001 - a closed pipe: nothing more can be said anyway
+        pass
+    os._exit(0)
