@@ -48,14 +48,14 @@ def t_floor(python: str) -> dict:
     return {"wall": time.perf_counter() - t0}
 
 
-def t_cli(python: str, generate: bool, extra_env: dict[str, str] | None = None) -> dict:
+def t_cli(python: str, generate: bool, extra_env: dict[str, str] | None = None, root: Path = ROOT) -> dict:
     fd, trace = tempfile.mkstemp(prefix="gd-trace-", suffix=".jsonl")
     os.close(fd)
     env = dict(os.environ, GPU_DOCTOR_TRACE=trace, **(extra_env or {}))
     argv = [python, "-m", "diagnostics", "run", "--json"] + ([] if generate else ["--no-generate"])
     start = time.time()
     t0 = time.perf_counter()
-    p = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, env=env)
+    p = subprocess.run(argv, cwd=root, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
     end = time.time()
     try:
@@ -105,15 +105,19 @@ def profile(events: list[dict], report: dict, start: float, end: float) -> dict[
     return out
 
 
-def measure(python: str, rounds: int) -> dict:
+def measure(python: str, rounds: int, base: Path | None = None) -> dict:
     fns = {"floor": lambda: t_floor(python), "run": lambda: t_cli(python, True),
            "run_nogen": lambda: t_cli(python, False)}
-    for k in KINDS:  # warm-up: page cache, .pyc files, the built-in model built once
+    if base is not None:  # another checkout's CLI in the same rounds: before/after under the same load
+        fns["run@base"] = lambda: t_cli(python, True, root=base)
+        fns["run_nogen@base"] = lambda: t_cli(python, False, root=base)
+    kinds = list(fns)
+    for k in kinds:  # warm-up: page cache, .pyc files, the built-in model built once
         fns[k]()
-    res: dict[str, list[dict]] = {k: [] for k in KINDS}
+    res: dict[str, list[dict]] = {k: [] for k in kinds}
     for r in range(rounds):
-        order = list(KINDS[r % 3:] + KINDS[:r % 3])
-        for k in order:
+        n = r % len(kinds)
+        for k in kinds[n:] + kinds[:n]:
             res[k].append(fns[k]())
     return res
 
@@ -136,7 +140,7 @@ def summarize(res: dict) -> dict:
     per_round = {k: [x["wall"] / f["wall"] for x, f in zip(v, res["floor"])] for k, v in res.items()}
     ratio = {k: statistics.median(v) for k, v in per_round.items()}
     prof: dict[str, dict[str, float]] = {}
-    for k in ("run", "run_nogen"):
+    for k in [k for k in res if k != "floor"]:
         keys: dict[str, list[float]] = {}
         for x in res[k]:
             for m, v in x["profile"].items():
@@ -146,7 +150,7 @@ def summarize(res: dict) -> dict:
             "profile": prof}
 
 
-def render(res: dict, s: dict, python: str, load_before: str, load_after: str) -> str:
+def render(res: dict, s: dict, python: str, load_before: str, load_after: str, base: str | None = None) -> str:
     rounds = len(res["floor"])
     lines = [f"Floor: `{FLOOR_CODE}` in a fresh `{python}` (torch {torch_version(python)}); {rounds} interleaved "
              f"rounds (order rotated each round) after one warm-up of each; {os.cpu_count()} CPUs, Python "
@@ -154,10 +158,11 @@ def render(res: dict, s: dict, python: str, load_before: str, load_after: str) -
              "",
              "| what | median wall s | ratio to the floor (median of per-round ratios) | target | all runs, wall s |",
              "|---|---|---|---|---|"]
-    for k in KINDS:
+    for k in res:
         runs = ", ".join(f"{x['wall']:.2f}" for x in res[k])
         tgt = f"<= {TARGET[k]:.2f}: " + ("met" if s["ratio"][k] <= TARGET[k] else "NOT met") if k in TARGET else ""
-        lines.append(f"| {NAMES[k]} | {s['median'][k]:.2f} | {s['ratio'][k]:.2f} | {tgt} | {runs} |")
+        name = NAMES.get(k) or NAMES[k.split("@")[0]] + f", the CLI of `{base}`"
+        lines.append(f"| {name} | {s['median'][k]:.2f} | {s['ratio'][k]:.2f} | {tgt} | {runs} |")
     gens = {x.get("gen_status") for x in res["run"]}
     lines += ["", f"Generation status in the full runs: {', '.join(sorted(str(g) for g in gens))}; verdicts: "
               f"{', '.join(sorted({str(x.get('verdict')) for x in res['run'] + res['run_nogen']}))}.", ""]
@@ -183,11 +188,13 @@ def main() -> None:
     ap.add_argument("--python", default=sys.executable, help="the diagnosed interpreter, also running the CLI")
     ap.add_argument("--write", help="put the figures under '## Whole run' in this Markdown file")
     ap.add_argument("--json", help="also write the raw runs here")
+    ap.add_argument("--base", help="also time the CLI of this other checkout (e.g. the main branch) in the same "
+                                   "rounds: before and after under the same load")
     args = ap.parse_args()
     lb = _load()
-    res = measure(args.python, args.rounds)
+    res = measure(args.python, args.rounds, Path(args.base) if args.base else None)
     s = summarize(res)
-    out = render(res, s, args.python, lb, _load())
+    out = render(res, s, args.python, lb, _load(), args.base)
     print(out)
     if args.json:
         Path(args.json).write_text(json.dumps({"runs": res, "summary": s}, indent=1), encoding="utf-8")

@@ -44,8 +44,12 @@ def emit(rec):
     out.flush()
 
 
+SEEN = {}  # every fact emitted, for a host that goes on in the same process (the generation child)
+
+
 def fact(name, value):
     if value is not None:
+        SEEN[name] = value
         if name not in FACTS and name not in NEIGHBOURS.values():
             emit({"note": "fact %s is not in this probe's FACTS declaration" % name})
         emit({"fact": name, "value": value})

@@ -28,6 +28,16 @@ def _boom():
 cuda = types.SimpleNamespace(is_available=_boom, get_arch_list=lambda: ['gfx900', 'gfx906', 'gfx908', 'gfx90a', 'gfx1030', 'gfx1100'])
 """
 
+# A ROCm torch whose first device call never returns (a GPU stuck in the driver, a hung HSA init).
+HANG_ON_DEVICE = """
+import time, types
+__version__ = '2.3.0+rocm5.7'
+version = types.SimpleNamespace(hip='5.7.31921-d1770ee1b', cuda=None)
+def _hang():
+    time.sleep(3600)
+cuda = types.SimpleNamespace(is_available=_hang, get_arch_list=lambda: ['gfx1100'], device_count=_hang)
+"""
+
 FLOOD = """
 import sys
 for i in range(200000):
