@@ -912,6 +912,13 @@ def run(args, result: dict) -> dict:
     torch = import_stack(args, result)
     device, dtype_name = choose_device(args, torch, result)
     plan = size_model(args, torch, device, dtype_name, result)
+    if device == "cpu" and not args.threads and not os.environ.get("OMP_NUM_THREADS") and \
+            plan.params < COMPARE_MIN_PARAMS:
+        # a launch-bound model gains nothing from intra-op threads, and on a busy machine their barriers cost
+        # seconds: 32 tokens of the tiny model took 3.0-6.3 s with 2 threads, 0.14-0.28 s with 1 (2-core
+        # machine under load, docs/BENCHMARKS.md)
+        torch.set_num_threads(1)
+        result["cpu_threads"] = 1
     check_fits(args, torch, plan, result)
     tok = load_tokenizer(plan, result)
     model = load_on_device(args, torch, plan, result)
