@@ -147,3 +147,28 @@ def test_the_hosted_torch_probe_finds_what_its_own_child_finds(tmp_path):
     assert {k: v for k, v in a["facts"].items() if k not in drop} == {k: v for k, v in s["facts"].items() if k not in drop}
     gen = json.loads(shared.stdout)["generation"]
     assert gen["status"] in ("ok", "warn"), gen.get("error")
+
+
+RAISE_ON_DEVICE = """
+import types
+__version__ = '2.3.0+rocm5.7'
+version = types.SimpleNamespace(hip='5.7.31921-d1770ee1b', cuda=None)
+def _raise():
+    raise RuntimeError("HIP error: invalid device function")
+cuda = types.SimpleNamespace(is_available=_raise, get_arch_list=lambda: ['gfx1100'])
+"""
+
+
+def test_a_device_error_in_the_shared_child_sends_the_generation_to_a_fresh_one(tmp_path):
+    """The probe found the device broken (is_available raised): the generation's own finding must come from a
+    process of its own, not from the GPU state the probe left behind."""
+    fake = make_fake_torch(tmp_path / "fake", RAISE_ON_DEVICE)
+    p, _ = run_cli(["run", "--json"], {"PYTHONPATH": str(fake), "GPU_DOCTOR_CACHE_DIR": str(tmp_path / "cache")})
+    rep = json.loads(p.stdout)
+    t = torch_probe(rep)
+    assert t["status"] == "fail" and t.get("hosted"), t
+    assert "invalid device function" in rep["facts"]["torch.smoke_error"]
+    gen = rep["generation"]
+    assert any("fresh child" in n for n in gen.get("notes") or []), gen
+    assert gen["status"] in ("fail", "crashed") and gen["error"], gen
+    assert "hip-invalid-device-function" in [d["id"] for d in rep["diagnoses"]]

@@ -169,6 +169,8 @@ def run_generation(python: str = sys.executable, model: str | None = None, devic
                    + " in the child the test generation shares with it; the generation did not start")
             if fresh is not None:
                 why = f"the test generation did not run: {fresh}"
+            if cancel is not None and cancel.is_set():
+                why = "stopped by the user"
             return {**{k: None for k in CONTRACT_KEYS}, "model": model or "builtin:tiny", "status": "skipped",
                     "error": why, "summary": why, "facts": {"gen.ran": False}, "evidence": [], "notes": [],
                     "log": "", "duration_s": round(res.duration_s, 3), "requested_device": device,
