@@ -30,13 +30,15 @@ from diagnostics.generation import default_cache_dir, run_generation  # noqa: E4
 from diagnostics.generation import child as gchild  # noqa: E402
 
 BARE = r'''
-import json, sys, time
+import json, os, sys, time
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 model_dir, device, dtype, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 tok = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
 model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype), local_files_only=True)
 model = model.to(device).eval()
+if device == "cpu" and not os.environ.get("OMP_NUM_THREADS") and sum(p.numel() for p in model.parameters()) < 100_000_000:
+    torch.set_num_threads(1)   # as the doctor's child does for a launch-bound model on the CPU
 ids = tok("The doctor looks at the machine and says", return_tensors="pt")
 ids = {k: v[:, :16].to(device) for k, v in ids.items() if k in ("input_ids", "attention_mask")}
 pad = model.generation_config.pad_token_id

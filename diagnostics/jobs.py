@@ -70,7 +70,8 @@ class Job:
 EXPECTED_S = {"devices": 0.5, "system": 1.5, "gpus": 0.5, "rocm": 3.0, "env": 0.3, "hip": 1.5, "nvidia": 1.0,
               "torch": 8.0, "generation": 25.0}
 # how far into the test generation each of the child's own stages is (generation/child.py's progress records)
-GENERATION_STAGES = (("starting the generation child", 0.02), ("importing torch", 0.05), ("resolving model", 0.12),
+GENERATION_STAGES = (("starting the generation child", 0.02), ("waiting for the torch check", 0.02),
+                     ("importing torch", 0.05), ("resolving model", 0.12),
                      ("building built-in model", 0.14), ("loading tokenizer", 0.18), ("loading", 0.22),
                      ("warming up", 0.35), ("generating", 0.40), ("comparing with the CPU", 0.85))
 GEN_TOKENS_SHARE = 0.40  # "generating (n tokens)": 0.40 + 0.40 * n / max_new_tokens

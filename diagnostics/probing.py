@@ -37,11 +37,63 @@ def probe_argv(spec: ProbeSpec, python: str, root: str) -> list[str]:
     return [sys.executable, "-m", f"diagnostics.probes.{spec.module}", "--root", root]
 
 
+def probe_limit(spec: ProbeSpec, timeout: float | None) -> float:
+    """A probe's whole time limit under the run's ``--timeout`` (GPU probes take it as given, the cheap ones
+    never get more than their own)."""
+    return spec.timeout if timeout is None else (timeout if spec.gpu_runtime else min(spec.timeout, timeout))
+
+
+SCALE_ENV = "GPU_DOCTOR_STAGE_SCALE"  # multiplies every stage budget (a slow machine, a cold network disk)
+
+
+def stage_scale(spec: ProbeSpec, timeout: float | None = None) -> float:
+    """How much wider than their defaults the stage budgets of *spec* are: a ``--timeout`` above the probe's
+    default widens them in proportion (``--timeout 600`` for the torch probe: five times), and
+    GPU_DOCTOR_STAGE_SCALE multiplies that.  Never narrower than the defaults (a smaller --timeout caps the
+    whole probe instead)."""
+    scale = max(1.0, (timeout or 0.0) / spec.timeout) if spec.timeout else 1.0
+    try:
+        scale *= max(1.0, float(os.environ.get(SCALE_ENV) or 1.0))
+    except ValueError:
+        pass
+    return scale
+
+
+class StageClock:
+    """The budget of the stage a child is in: each ``{"stage": ...}`` record restarts the clock with that
+    stage's budget (ProbeSpec.stages), so a hang is recognised by stage, in seconds, not at the probe's whole
+    time limit.  ``deadline`` is what run_child polls."""
+
+    def __init__(self, budgets: tuple[tuple[str, float], ...] | dict[str, float], scale: float = 1.0) -> None:
+        self.budgets = dict(budgets)
+        self.scale = scale
+        self.stage = ""
+        self.since = time.monotonic()
+        self.active = True
+
+    def enter(self, stage: str) -> None:
+        self.stage, self.since = str(stage), time.monotonic()
+
+    def budget(self) -> float | None:
+        b = self.budgets.get(self.stage)
+        return None if b is None else b * self.scale
+
+    def deadline(self) -> float | None:
+        b = self.budget()
+        return None if b is None or not self.active else self.since + b
+
+    def overran(self) -> bool:
+        d = self.deadline()
+        return d is not None and time.monotonic() >= d - 0.05
+
+
 def run_probe(spec: ProbeSpec, *, python: str = sys.executable, root: str = "/", timeout: float | None = None,
               env: dict[str, str] | None = None, on_event: EventFn | None = None,
-              cancel: threading.Event | None = None) -> dict[str, Any]:
+              cancel: threading.Event | None = None, scale: float | None = None) -> dict[str, Any]:
     col = Collected()
     lock = threading.Lock()
+    limit = timeout if timeout is not None else spec.timeout
+    clock = StageClock(spec.stages, stage_scale(spec, limit) if scale is None else scale)
 
     def on_line(stream: str, line: str) -> None:
         if stream != "stdout":
@@ -51,23 +103,25 @@ def run_probe(spec: ProbeSpec, *, python: str = sys.executable, root: str = "/",
             return
         with lock:
             col.feed(rec, len(line))
-        if "stage" in rec and on_event:
-            on_event({"event": "stage", "probe": spec.id, "stage": rec["stage"]})
+        if "stage" in rec:
+            clock.enter(rec["stage"])
+            if on_event:
+                on_event({"event": "stage", "probe": spec.id, "stage": rec["stage"]})
 
-    limit = timeout if timeout is not None else spec.timeout
     if on_event:
         on_event({"event": "start", "probe": spec.id, "title": spec.title})
     # the torch probe is the critical path (importing torch is the floor); the others yield the CPU to it
     res = run_child(probe_argv(spec, python, root), timeout=limit, env=_child_env(spec, env), on_line=on_line,
-                    cancel=cancel, nice=0 if spec.gpu_runtime and spec.script else 10)
-    out = finish(spec, res, col)
+                    cancel=cancel, nice=0 if spec.gpu_runtime and spec.script else 10,
+                    deadline=clock.deadline if spec.stages else None)
+    out = finish(spec, res, col, clock)
     if on_event:
         on_event({"event": "end", "probe": spec.id, "status": out["status"], "duration_s": out["duration_s"],
                   "summary": out.get("summary")})
     return out
 
 
-def finish(spec: ProbeSpec, res: ChildResult, col: Collected) -> dict[str, Any]:
+def finish(spec: ProbeSpec, res: ChildResult, col: Collected, clock: StageClock | None = None) -> dict[str, Any]:
     """Turn a child's end into a probe result: the child's own verdict, or what killed it."""
     good, problems = factcat.clean_facts(col.facts)
     evidence = list(col.evidence)
@@ -81,7 +135,12 @@ def finish(spec: ProbeSpec, res: ChildResult, col: Collected) -> dict[str, Any]:
     tail = res.stderr_tail(15)
     if res.status == "timeout":
         status = "timeout"
-        error = f"no answer within {res.duration_s:.0f}s{where}; the probe was stopped"
+        if clock is not None and clock.budget() is not None and clock.overran():
+            waited = time.monotonic() - clock.since
+            error = (f"no answer within {waited:.0f}s{where} (that stage's budget is {clock.budget():g} s; widen "
+                     f"it with --timeout or {SCALE_ENV}); the probe was stopped {res.duration_s:.0f}s after it started")
+        else:
+            error = f"no answer within {res.duration_s:.0f}s{where}; the probe was stopped"
         summary = f"hung{where}"
     elif res.status == "crashed":
         status = "crashed"
@@ -122,15 +181,20 @@ def finish(spec: ProbeSpec, res: ChildResult, col: Collected) -> dict[str, Any]:
 
 def run_all(specs: list[ProbeSpec] | None = None, *, python: str = sys.executable, root: str = "/",
             timeout: float | None = None, env: dict[str, str] | None = None, on_event: EventFn | None = None,
-            cancel: threading.Event | None = None) -> list[dict[str, Any]]:
-    """Run independent probes concurrently; results in registry order."""
+            cancel: threading.Event | None = None,
+            hosted: dict[str, "HostedProbe"] | None = None) -> list[dict[str, Any]]:
+    """Run independent probes concurrently; results in registry order.  *hosted*: probes (by id) that run
+    inside another child (HostedProbe); their results are waited for, not started here."""
     specs = list(specs or PROBES)
     results: dict[str, dict[str, Any]] = {}
     t0 = time.monotonic()
 
     def one(spec: ProbeSpec) -> None:
-        lim = spec.timeout if timeout is None else (timeout if spec.gpu_runtime else min(spec.timeout, timeout))
+        lim = probe_limit(spec, timeout)
         try:
+            if hosted and spec.id in hosted:
+                results[spec.id] = hosted[spec.id].wait()
+                return
             results[spec.id] = run_probe(spec, python=python, root=root, timeout=lim, env=env,
                                          on_event=on_event, cancel=cancel)
         except Exception as exc:  # the orchestrator must survive any probe
@@ -144,3 +208,107 @@ def run_all(specs: list[ProbeSpec] | None = None, *, python: str = sys.executabl
         list(ex.map(one, ordered))
     _ = time.monotonic() - t0
     return [results[s.id] for s in specs]
+
+
+class HostedProbe:
+    """A script probe (the torch probe) run inside another child that needs the same import: the test generation's
+    (``generation/child.py --torch-probe``), so torch is imported once for both.
+
+    The child runs the probe first, exactly as its own script would, and marks the probe's end with the probe's
+    final record (``{"done": true}``); every record up to it is the probe's, everything after it the
+    generation's.  The probe's result is ready the moment that record arrives (the child goes on generating);
+    when the child dies, hangs past a stage budget or is stopped before it, the result is made from how the
+    child ended, as for a probe with a child of its own: crash and hang survival are unchanged.  If nobody
+    starts the child (``release`` without ``begin``), ``wait`` runs the probe in its own child after all."""
+
+    def __init__(self, spec: ProbeSpec, *, python: str, root: str = "/", timeout: float | None = None,
+                 env: dict[str, str] | None = None, on_event: EventFn | None = None,
+                 cancel: threading.Event | None = None) -> None:
+        self.spec = spec
+        self.python, self.root, self.env, self.on_event, self.cancel = python, root, env, on_event, cancel
+        self.limit = timeout if timeout is not None else spec.timeout
+        self.clock = StageClock(spec.stages, stage_scale(spec, self.limit))
+        self.col = Collected()
+        self.t0: float | None = None
+        self.result: dict[str, Any] | None = None
+        self.ready = threading.Event()
+        self.abandoned = threading.Event()
+        self.spawned = threading.Event()   # begin() was called (or the host gave up): the child is starting
+        self._lock = threading.Lock()
+        self._err = bytearray()
+
+    @property
+    def script(self) -> str:
+        return str(PROBES_DIR / self.spec.script)
+
+    def child_env(self) -> dict[str, str]:
+        return _child_env(self.spec, self.env)
+
+    def begin(self) -> None:
+        """The hosting child is about to start."""
+        self.t0 = time.monotonic()
+        self.clock.enter("")
+        if self.on_event:
+            self.on_event({"event": "start", "probe": self.spec.id, "title": self.spec.title})
+        self.spawned.set()
+
+    def deadline(self) -> float | None:
+        """While the probe part runs: its whole limit or its stage's budget, whichever comes first."""
+        if self.ready.is_set() or self.t0 is None:
+            return None
+        d = self.clock.deadline()
+        return self.t0 + self.limit if d is None else min(d, self.t0 + self.limit)
+
+    def feed(self, stream: str, line: str) -> bool:
+        """Hand over one line of the hosting child; True while it belonged to the probe."""
+        if self.ready.is_set():
+            return False
+        if stream != "stdout":
+            if len(self._err) < 256 * 1024:
+                self._err += (line + "\n").encode("utf-8", "replace")
+            return True
+        rec = parse_record(line)
+        if rec is None:
+            return True
+        with self._lock:
+            self.col.feed(rec, len(line))
+        if "stage" in rec:
+            self.clock.enter(rec["stage"])
+            if self.on_event:
+                self.on_event({"event": "stage", "probe": self.spec.id, "stage": rec["stage"]})
+        if self.col.done:
+            res = ChildResult([self.python, self.script], 0, None, False, time.monotonic() - (self.t0 or 0.0),
+                              "", self._err.decode("utf-8", "replace"))
+            self._end(finish(self.spec, res, self.col, self.clock))
+        return True
+
+    def child_ended(self, res: ChildResult) -> None:
+        """The hosting child is gone: if the probe had not finished, its end is how the child ended."""
+        if not self.ready.is_set():
+            self._end(finish(self.spec, res, self.col, self.clock))
+
+    def release(self) -> None:
+        """The host is done with this probe (or never started it)."""
+        self.spawned.set()
+        if self.t0 is None:
+            self.abandoned.set()
+        elif not self.ready.is_set():
+            self.child_ended(ChildResult([self.python, self.script], None, None, False,
+                                         time.monotonic() - self.t0, "", "", start_error="internal error: the "
+                                         "child hosting the probe ended without a result"))
+
+    def _end(self, out: dict[str, Any]) -> None:
+        out["hosted"] = "with the test generation (one torch import)"
+        self.result = out
+        if self.on_event:
+            self.on_event({"event": "end", "probe": self.spec.id, "status": out["status"],
+                           "duration_s": out["duration_s"], "summary": out.get("summary")})
+        self.ready.set()
+
+    def wait(self) -> dict[str, Any]:
+        while not self.ready.wait(0.1):
+            if self.abandoned.is_set():
+                return run_probe(self.spec, python=self.python, root=self.root, timeout=self.limit, env=self.env,
+                                 on_event=self.on_event, cancel=self.cancel)
+        assert self.result is not None
+        return self.result

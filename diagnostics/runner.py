@@ -205,10 +205,14 @@ def sweep_token(token: str) -> list[int]:
 
 def run_child(argv: list[str], *, timeout: float, env: dict[str, str] | None = None, cwd: str | None = None,
               on_line: LineFn | None = None, stdin_data: bytes | None = None,
-              cancel: threading.Event | None = None, nice: int = 0) -> ChildResult:
+              cancel: threading.Event | None = None, nice: int = 0,
+              deadline: Callable[[], float | None] | None = None) -> ChildResult:
     """Run *argv* in a new process group; never raises for the child's failures.
 
     ``nice`` > 0 lowers the child's CPU priority (cheap probes yield to the one on the critical path).
+    ``deadline``, called every 0.2 s, may return an earlier ``time.monotonic()`` limit than *timeout*: a stage
+    budget that moves with the stage the child announced (a hang is recognised by stage, diagnostics.probing).
+    Passing it ends the child exactly like the timeout (``timed_out``).
     """
     t0 = time.monotonic()
     if STOPPING.is_set():
@@ -254,9 +258,17 @@ def run_child(argv: list[str], *, timeout: float, env: dict[str, str] | None = N
             except OSError:
                 pass
     timed_out = False
-    deadline = t0 + timeout
+    limit_at = t0 + timeout
     while True:
-        left = deadline - time.monotonic()
+        now = time.monotonic()
+        left = limit_at - now
+        if deadline is not None:
+            try:
+                stage_at = deadline()
+            except Exception:  # a budget bug must not stop the waiting
+                stage_at = None
+            if stage_at is not None:
+                left = min(left, stage_at - now)
         if cancel is not None and cancel.is_set() or STOPPING.is_set():
             left = 0
         if left <= 0:

@@ -279,14 +279,25 @@ def run_local(*, python: str | None = None, root: str = "/", timeout: float | No
     report = new_report("live")
     report["python"] = python
     report["logs"] = [{"name": n, "text": t} for n, t in logs]
+    gen = None
+    hosted = None
+    if generate and not (cancel and cancel.is_set()):
+        # the torch probe runs inside the generation's child, first: torch is imported once for both; its
+        # stage budgets, crash and hang survival are those of its own child (diagnostics.probing.HostedProbe)
+        from .probes import by_id
+        from .probing import HostedProbe, probe_limit
+
+        spec = by_id()["torch"]
+        hosted = HostedProbe(spec, python=python, root=root, timeout=probe_limit(spec, timeout), env=env,
+                             on_event=on_event, cancel=cancel)
+        gen = _GenerationRun(python=python, model=model, device=device, max_new_tokens=max_new_tokens,
+                             timeout=timeout, on_event=on_event, root=root, cancel=cancel, torch_probe=hosted)
+        hosted.spawned.wait(2.0)  # the critical path first: its child is started before the KB competes for the GIL
     # load and compile the KB while the probes run (it costs ~0.8 s of CPU; the torch import is the long pole)
     warm = threading.Thread(target=_warm_kb, args=(kb_dir,), daemon=True)
     warm.start()
-    gen = None
-    if generate and not (cancel and cancel.is_set()):
-        gen = _GenerationRun(python=python, model=model, device=device, max_new_tokens=max_new_tokens,
-                             timeout=timeout, on_event=on_event, root=root, cancel=cancel)
-    probes = run_all(python=python, root=root, timeout=timeout, env=env, on_event=on_event, cancel=cancel)
+    probes = run_all(python=python, root=root, timeout=timeout, env=env, on_event=on_event, cancel=cancel,
+                     hosted={"torch": hosted} if hosted is not None else None)
     warm.join()
     report["probes"] = probes
     facts = merge_probe_facts(probes)
@@ -314,10 +325,43 @@ def _mark_stopped(report: dict[str, Any]) -> None:
 
 
 def _watched_generation(run_generation: Callable[..., dict[str, Any]], root: str, **kwargs: Any) -> dict[str, Any]:
-    """The generation under the GPU monitor (busy %, VRAM, temperature, power); the monitor never breaks it."""
-    from .monitor import monitor_facts, to_record, watch
+    """The generation under the GPU monitor (busy %, VRAM, temperature, power); the monitor never breaks it.
 
-    gen, samples = watch(run_generation, root=root, **kwargs)
+    The monitor's first reading (a vendor tool: 0.1-0.5 s) is taken in a thread of its own, so the child
+    (which hosts the torch probe, the critical path of the run) starts at once; the phases the generation
+    reports meanwhile are handed to the monitor once it has started."""
+    from .monitor import Monitor, monitor_facts, to_record
+
+    mon = Monitor(root=root)
+    lock = threading.Lock()
+    state: dict[str, Any] = {"started": False, "phase": "running"}
+
+    def start() -> None:
+        try:
+            mon.start()
+        finally:
+            with lock:
+                state["started"] = True
+                mon.set_phase(state["phase"])
+
+    user_cb = kwargs.get("progress")
+
+    def on_progress(text: Any) -> None:
+        with lock:
+            state["phase"] = text
+            if state["started"]:
+                mon.set_phase(text)
+        if user_cb is not None:
+            user_cb(text)
+
+    kwargs["progress"] = on_progress
+    starter = threading.Thread(target=start, name="gpu-monitor-start", daemon=True)
+    starter.start()
+    try:
+        gen = run_generation(**kwargs)
+    finally:
+        starter.join()
+        samples = mon.stop()
     if isinstance(gen, dict):
         try:
             gen["monitor"] = to_record(samples)
@@ -328,8 +372,13 @@ def _watched_generation(run_generation: Callable[..., dict[str, Any]], root: str
 
 
 def _warm_kb(kb_dir: str | None) -> None:
+    """While the probes run: load and compile the KB, and do once what the first diagnosis of a process pays
+    for (the symptom retrieval's imports, numpy among them, the support matrix, the derived facts): 0.35-0.4 s
+    measured, which otherwise came after the last probe, on the critical path.  (The symptom index itself,
+    4 s of CPU on its first use, is not built here: only a check that nothing explains needs it.)"""
     try:
         get_kb(kb_dir)
+        diagnose(new_report("live"), kb_dir)
     except Exception:  # reported by the real call in _diagnose_report
         pass
 
@@ -352,16 +401,20 @@ class _GenerationRun:
 
     def __init__(self, *, python: str, model: str | None, device: str, max_new_tokens: int,
                  timeout: float | None, on_event: ProgressFn | None, root: str,
-                 cancel: threading.Event | None) -> None:
+                 cancel: threading.Event | None, torch_probe: Any = None) -> None:
         self.on_event = on_event
         self.user_cancel = cancel
         self.stop = threading.Event()
         self.why: str | None = None
         self.stage = "starting the generation child"
         self.gen: dict[str, Any] | None = None
+        self.torch_probe = torch_probe
+        # hosting the torch probe, the child is the critical path at first: no lower priority then
         self.kwargs = dict(python=python, model=model, device=device, max_new_tokens=max_new_tokens,
                            timeout=max(timeout or 0, 600), progress=self._progress,
-                           cancel=_Either(cancel, self.stop), nice=GEN_NICE)
+                           cancel=_Either(cancel, self.stop), nice=0 if torch_probe is not None else GEN_NICE)
+        if torch_probe is not None:
+            self.kwargs["torch_probe"] = torch_probe
         self.root = root
         if on_event:
             on_event({"event": "start", "probe": "generation", "title": "Test generation"})
@@ -377,9 +430,14 @@ class _GenerationRun:
         from .generation import run_generation
 
         try:
-            self.gen = _watched_generation(run_generation, self.root, **self.kwargs)
-        except Exception as exc:  # the report must survive a generation bug
-            self.gen = {"status": "crashed", "error": f"internal error: {type(exc).__name__}: {exc}", "facts": {}}
+            try:
+                self.gen = _watched_generation(run_generation, self.root, **self.kwargs)
+            except Exception as exc:  # the report must survive a generation bug
+                self.gen = {"status": "crashed", "error": f"internal error: {type(exc).__name__}: {exc}",
+                            "facts": {}}
+        finally:
+            if self.torch_probe is not None:
+                self.torch_probe.release()   # never started: the probe then runs in a child of its own
 
     def running(self) -> bool:
         return self.thread.is_alive()
@@ -392,7 +450,7 @@ class _GenerationRun:
         else:
             tp = next((p for p in probes if p.get("id") == "torch"), None)
             if (tp and tp.get("status") == "timeout" and self.running()
-                    and self.stage.startswith(("starting", "importing torch"))):
+                    and self.stage.startswith(("starting", "waiting for the torch check", "importing torch"))):
                 self.why = (f"the torch probe hung during '{tp.get('stage') or 'import torch'}'; the test generation, "
                             f"still at '{self.stage}', was stopped")
         if self.why:

@@ -34,7 +34,7 @@ import pytest
 from diagnostics.probes import by_id
 from diagnostics.probing import probe_argv, run_probe, finish, _child_env
 from diagnostics.runner import Collected, parse_record, run_child
-from tests.fakes import ABORT_ON_DEVICE, FLOOD, HANG, SEGFAULT, make_fake_torch
+from tests.fakes import ABORT_ON_DEVICE, FLOOD, HANG, HANG_ON_DEVICE, SEGFAULT, make_fake_torch
 
 ROOT = Path(__file__).resolve().parent.parent
 MARK = "DIAG_FAULT_TEST"
@@ -157,15 +157,6 @@ if os.fork() == 0:
 __version__ = '2.4.0+cpu'
 version = types.SimpleNamespace(hip=None, cuda=None)
 cuda = types.SimpleNamespace(is_available=lambda: False, get_arch_list=lambda: [], device_count=lambda: 0)
-"""
-
-HANG_ON_DEVICE = """
-import time, types
-__version__ = '2.3.0+rocm5.7'
-version = types.SimpleNamespace(hip='5.7.31921-d1770ee1b', cuda=None)
-def _hang():
-    time.sleep(3600)
-cuda = types.SimpleNamespace(is_available=_hang, get_arch_list=lambda: ['gfx1100'], device_count=_hang)
 """
 
 # the child speaks the probe protocol, badly: malformed records, facts of the wrong type, a huge fact

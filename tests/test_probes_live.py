@@ -60,3 +60,22 @@ def test_this_machine_end_to_end_names_the_cause():
     if f.get("torch.build") == "cpu":
         assert "torch-cpu-only-wheel" in [d["id"] for d in rep["diagnoses"]]
     assert p.returncode == 1
+
+
+def test_the_torch_probes_package_list_matches_importlib_metadata():
+    """The torch probe reads installed packages from the dist-info folder names (no METADATA file opened, issue
+    19); on this interpreter that gives exactly what importlib.metadata gives."""
+    import importlib.util
+    from importlib import metadata
+
+    from diagnostics.probing import PROBES_DIR
+
+    spec = importlib.util.spec_from_file_location("torch_child_under_test", PROBES_DIR / "torch_child.py")
+    tc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tc)
+    fast = sorted(tc.installed(metadata))
+    slow = sorted((tc.norm_name(d.metadata.get("Name") or ""), d.version, str(d.locate_file("")))
+                  for d in metadata.distributions() if d.metadata.get("Name"))
+    assert fast == slow
+    assert tc.norm_name("Flash_Attn") == tc.norm_name("flash-attn") == "flash-attn"
+    assert tc.norm_name("pytorch_triton.rocm") == "pytorch-triton-rocm"

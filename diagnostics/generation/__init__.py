@@ -50,9 +50,12 @@ def default_cache_dir() -> str:
 
 def child_argv(python: str, model: str | None, device: str, max_new_tokens: int, compare_cpu: bool,
                cache_dir: str, dtype: str = "auto", device_map: str | None = None,
-               force_load: bool = False, build_only: bool = False, time_budget: float = 3600.0) -> list[str]:
+               force_load: bool = False, build_only: bool = False, time_budget: float = 3600.0,
+               torch_probe: str | None = None) -> list[str]:
     argv = [python, CHILD, "--device", device, "--max-new-tokens", str(int(max_new_tokens)),
             "--cache-dir", cache_dir, "--dtype", dtype, "--time-budget", f"{time_budget:g}"]
+    if torch_probe:
+        argv += ["--torch-probe", torch_probe]
     if model:
         argv += ["--model", model]
     if not compare_cpu:
@@ -94,7 +97,8 @@ def run_generation(python: str = sys.executable, model: str | None = None, devic
                    max_new_tokens: int = 32, timeout: float = 600, compare_cpu: bool = True,
                    progress: ProgressFn | None = None, *, dtype: str = "auto", device_map: str | None = None,
                    force_load: bool = False, cache_dir: str | None = None,
-                   env: dict[str, str] | None = None, cancel: Any = None, nice: int = 0) -> dict[str, Any]:
+                   env: dict[str, str] | None = None, cancel: Any = None, nice: int = 0,
+                   torch_probe: Any = None) -> dict[str, Any]:
     """Run the test generation in a child process of *python*; never raises for the child's failures.
 
     *cancel* (a ``threading.Event``, or anything with ``is_set()``): when set, the child is stopped at once
@@ -104,19 +108,32 @@ def run_generation(python: str = sys.executable, model: str | None = None, devic
     Returns the CONTRACT ``generate`` keys plus status, error, estimate, facts, evidence, log, ...
     *env* adds variables to the child's environment (e.g. GPU_DOCTOR_GPU_MEMORY_FRACTION=0.01 caps the
     child's GPU memory through torch.cuda.set_per_process_memory_fraction, to provoke an OOM for real).
+
+    *torch_probe* (a ``diagnostics.probing.HostedProbe``): the child runs that probe first, in its own process,
+    so torch is imported once for both; the probe's records go to it (and its stage budgets bound the child
+    until the probe's final record), the rest is the generation's.  When the probe did not finish, the
+    generation is skipped; when it found the device broken, the generation runs again in a fresh child.
     """
     if device not in ("auto", "cpu", "cuda"):
         raise ValueError(f"device must be auto, cpu or cuda, not {device!r}")
     cache_dir = cache_dir or default_cache_dir()
     argv = child_argv(python, model, device, max_new_tokens, compare_cpu, cache_dir, dtype, device_map,
-                      force_load, time_budget=max(1.0, timeout - 5.0))
-    child_env = dict(os.environ)
+                      force_load, time_budget=max(1.0, timeout - 5.0),
+                      torch_probe=torch_probe.script if torch_probe is not None else None)
+    if torch_probe is None:
+        child_env = dict(os.environ)
+    else:  # the probe's environment (what its own child would get), minus its no-bytecode switch
+        child_env = torch_probe.child_env()
+        if "PYTHONDONTWRITEBYTECODE" not in os.environ:
+            child_env.pop("PYTHONDONTWRITEBYTECODE", None)
     child_env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1",
                       "PYTHONIOENCODING": "utf-8"})
     child_env.update(env or {})
     records: list[dict[str, Any]] = []
 
     def on_line(stream: str, line: str) -> None:
+        if torch_probe is not None and torch_probe.feed(stream, line):
+            return
         if stream != "stdout":
             return
         rec = parse_record(line)
@@ -127,8 +144,34 @@ def run_generation(python: str = sys.executable, model: str | None = None, devic
             progress(_progress_text(rec))
 
     if progress is not None:
-        progress("starting the generation child")
-    res = run_child(argv, timeout=timeout, env=child_env, on_line=on_line, cancel=cancel, nice=nice)
+        progress("waiting for the torch check" if torch_probe is not None else "starting the generation child")
+    if torch_probe is not None:
+        torch_probe.begin()
+    res = run_child(argv, timeout=timeout, env=child_env, on_line=on_line, cancel=cancel, nice=nice,
+                    deadline=torch_probe.deadline if torch_probe is not None else None)
+    if torch_probe is not None:
+        torch_probe.child_ended(res)
+        fresh = next((str(r["fresh"]) for r in records if "fresh" in r), None)
+        probe = torch_probe.result or {}
+        if fresh is not None and not (cancel is not None and cancel.is_set()):
+            # the torch check found the device broken: the generation's own finding comes from a fresh process
+            out = run_generation(python, model, device, max_new_tokens, timeout, compare_cpu, progress, dtype=dtype,
+                                 device_map=device_map, force_load=force_load, cache_dir=cache_dir, env=env,
+                                 cancel=cancel, nice=nice)
+            out.setdefault("notes", []).append(f"ran in a fresh child: {fresh}")
+            return out
+        if not probe.get("id") or probe.get("status") in ("timeout", "crashed") or fresh is not None:
+            why = (f"the torch check {probe.get('status') or 'did not finish'}"
+                   + (f" during '{probe['stage']}'" if probe.get("stage") else "")
+                   + " in the child the test generation shares with it; the generation did not start")
+            if fresh is not None:
+                why = f"the test generation did not run: {fresh}"
+            if cancel is not None and cancel.is_set():
+                why = "stopped by the user"
+            return {**{k: None for k in CONTRACT_KEYS}, "model": model or "builtin:tiny", "status": "skipped",
+                    "error": why, "summary": why, "facts": {"gen.ran": False}, "evidence": [], "notes": [],
+                    "log": "", "duration_s": round(res.duration_s, 3), "requested_device": device,
+                    "last_stage": None, "stopped": bool(cancel is not None and cancel.is_set())}
     if not records and res.stdout:            # the callback is the main path; the captured text is the backup
         records = [r for r in (parse_record(ln) for ln in res.stdout.splitlines()) if r is not None]
     out = assemble(records, res, requested_device=device, model=model, timeout=timeout)

@@ -598,6 +598,7 @@ PROMPT_LEN = 16
 # the CPU side runs only CPU_SHORT_TOKENS tokens: enough for an honest CPU figure, not the full length
 COMPARE_MIN_PARAMS = 100_000_000
 CPU_SHORT_TOKENS = 8
+CPU_WARMUP_TOKENS = 4
 
 
 class Plan:
@@ -806,6 +807,12 @@ def prompt_inputs(torch, tok, model) -> dict:  # noqa: ANN001
     return {k: v[:, :PROMPT_LEN].to(input_device) for k, v in inputs.items() if k in ("input_ids", "attention_mask")}
 
 
+def warmup_tokens(args, plan: Plan) -> int:
+    """The full length on a GPU (first-time costs per sequence length: lazy kernel loading, GEMM heuristics);
+    a few tokens on the CPU, which has no such per-length costs (the warm-up there only pages the weights in)."""
+    return args.max_new_tokens if plan.gen_device != "cpu" else min(args.max_new_tokens, CPU_WARMUP_TOKENS)
+
+
 def generate_on_device(args, model, inputs: dict, plan: Plan, result: dict) -> dict:  # noqa: ANN001
     """A warm-up of the full length, then the timed generation."""
     t0 = time.perf_counter()
@@ -814,7 +821,7 @@ def generate_on_device(args, model, inputs: dict, plan: Plan, result: dict) -> d
         # loading, GEMM heuristics per shape).  Measured on an H200: after a 2-token warm-up the timed run
         # gave 15.7 tokens/s, a second run of the same length 256 tokens/s (docs/GENERATION.md).
         progress("warming up")
-        w = timed_generate(model, inputs, args.max_new_tokens, plan.gen_device, stage="warming up",
+        w = timed_generate(model, inputs, warmup_tokens(args, plan), plan.gen_device, stage="warming up",
                            max_time=_time_left(args) * 0.3)
         result["warmup_tokens_per_s"] = w["tokens_per_s"]
         t0 = _lap(result, "warmup", t0)
@@ -859,6 +866,13 @@ def compare_with_cpu(args, inputs: dict, g: dict, plan: Plan, result: dict) -> N
     """The same model in float32 on the CPU, same prompt (after a warm-up), when the generation used a GPU."""
     if not args.compare_cpu or plan.gen_device == "cpu":
         return
+    if plan.params < COMPARE_MIN_PARAMS and not os.environ.get("GPU_DOCTOR_COMPARE_SMALL"):
+        # no verdict is drawn from the ratio below this size (launch-bound: kb/gpu-generation-slower-than-cpu
+        # needs gen.params >= 100M), so the comparison would only cost a second model load and two generations
+        result["cpu_compare_skipped"] = (f"the model has {plan.params:,} parameters: below {COMPARE_MIN_PARAMS:,} "
+                                         "a GPU/CPU speed ratio is launch-bound and judges nothing; use --model "
+                                         "builtin:1b or a real model to compare speeds")
+        return
     n = cpu_compare_tokens(args, plan.params)
     cpu_est = estimate_footprint(plan.cfg, "float32", PROMPT_LEN + n, "cpu", params=plan.params)
     result["cpu_estimate"] = cpu_est
@@ -898,6 +912,13 @@ def run(args, result: dict) -> dict:
     torch = import_stack(args, result)
     device, dtype_name = choose_device(args, torch, result)
     plan = size_model(args, torch, device, dtype_name, result)
+    if device == "cpu" and not args.threads and not os.environ.get("OMP_NUM_THREADS") and \
+            plan.params < COMPARE_MIN_PARAMS:
+        # a launch-bound model gains nothing from intra-op threads, and on a busy machine their barriers cost
+        # seconds: 32 tokens of the tiny model took 3.0-6.3 s with 2 threads, 0.14-0.28 s with 1 (2-core
+        # machine under load, docs/BENCHMARKS.md)
+        torch.set_num_threads(1)
+        result["cpu_threads"] = 1
     check_fits(args, torch, plan, result)
     tok = load_tokenizer(plan, result)
     model = load_on_device(args, torch, plan, result)
@@ -910,6 +931,35 @@ def run(args, result: dict) -> dict:
     result["status"] = "ok"
     fact("gen.ran", True)
     return result
+
+
+def host_torch_probe(path: str) -> str | None:
+    """Run the torch probe (diagnostics/probes/torch_child.py, at *path*) in this process, before the generation:
+    one torch import serves both.  Its records go to the parent first, ended by the probe's final record
+    ``{"done": true}`` (everything after it is the generation's).  Returns None when the generation may go on
+    in this process, else why not: torch did not import, or the device query or the smoke test failed (a GPU
+    left in an error state must not colour the generation's own finding: the parent then runs the generation
+    in a fresh child, as it would have without the shared import)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_doctor_torch_probe", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load the torch probe from {path}")
+    probe = importlib.util.module_from_spec(spec)
+    write_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True   # as the probe's own child runs
+    try:
+        spec.loader.exec_module(probe)
+    finally:
+        sys.dont_write_bytecode = write_bytecode
+    probe.OUT = _out
+    probe.main()       # an exception here ends the child before the final record: the parent says "crashed"
+    emit({"done": True})
+    seen = probe.SEEN
+    if "torch" not in sys.modules or seen.get("torch.import_error") or seen.get("torch.installed") is False:
+        return "torch did not import in the torch check"
+    if seen.get("torch.smoke_error") or seen.get("torch.smoke_ok") is False:
+        return "the torch check's device query or smoke test failed"
+    return None
 
 
 def _send_partial(partial: dict) -> None:
@@ -932,6 +982,8 @@ def main(argv=None) -> int:
                     help="the parent's time limit: long generations are cut short to report before it")
     ap.add_argument("--build-only", action="store_true", help="build the built-in model and stop")
     ap.add_argument("--bf16-targets", default="", help="comma list of GPU targets with native bf16 (dtype auto)")
+    ap.add_argument("--torch-probe", default=None, metavar="PATH",
+                    help="run this torch probe script first, in this process (one torch import for both)")
     args = ap.parse_args(argv)
     global _out
     if _out is sys.stdout and argv is None:
@@ -945,6 +997,11 @@ def main(argv=None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     partial: dict = {}
+    if args.torch_probe:
+        why = host_torch_probe(args.torch_probe)
+        if why is not None:
+            emit({"fresh": why})   # the parent runs the generation in a child of its own, or skips it
+            return 3
     try:
         if args.build_only:
             path, name = resolve_model(args.model, args.cache_dir, "cpu")

@@ -26,6 +26,9 @@ class ProbeSpec:
     script: str = ""            # file under diagnostics/probes/ run by the target interpreter
     timeout: float = 20.0
     gpu_runtime: bool = False   # touches the GPU runtime (may crash or hang in a driver call)
+    # seconds each stage the child announces may take before it counts as hung ("" = before the first
+    # announcement); a stage not listed has only the probe's whole *timeout* (diagnostics.probing.StageClock)
+    stages: tuple[tuple[str, float], ...] = ()
 
     @property
     def provides(self) -> tuple[str, ...]:
@@ -59,8 +62,12 @@ PROBES: list[ProbeSpec] = [
     ProbeSpec("env", "GPU-related environment variables", module="env", timeout=10),
     ProbeSpec("hip", "HIP runtime (libamdhip64, without torch)", module="hip", timeout=30, gpu_runtime=True),
     ProbeSpec("nvidia", "NVIDIA driver (nvidia-smi)", module="nvidia", timeout=40),
+    # stage budgets: what each stage normally costs (metadata < 1 s, import 1-5 s, device query < 2 s, smoke test
+    # < 5 s on the machines measured, docs/BENCHMARKS.md) with headroom for slow disks, cold caches and many GPUs;
+    # a hung first device call is reported about 20 s after it began, not at the probe's 120 s
     ProbeSpec("torch", "PyTorch build, devices and smoke test", script="torch_child.py", timeout=120,
-              gpu_runtime=True),
+              gpu_runtime=True, stages=(("", 30.0), ("package metadata", 30.0), ("import torch", 60.0),
+                                        ("device query", 20.0), ("smoke test", 45.0))),
 ]
 
 

@@ -36,6 +36,16 @@ version = types.SimpleNamespace(hip=None, cuda=None)
 cuda = types.SimpleNamespace(is_available=lambda: False, device_count=lambda: 0, get_arch_list=lambda: [])
 """
 
+# A ROCm torch whose first device call never returns (a GPU stuck in the driver, a hung HSA init).
+HANG_ON_DEVICE = """
+import time, types
+__version__ = '2.3.0+rocm5.7'
+version = types.SimpleNamespace(hip='5.7.31921-d1770ee1b', cuda=None)
+def _hang():
+    time.sleep(3600)
+cuda = types.SimpleNamespace(is_available=_hang, get_arch_list=lambda: ['gfx1100'], device_count=_hang)
+"""
+
 FLOOD = """
 import sys
 for i in range(200000):
