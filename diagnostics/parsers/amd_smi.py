@@ -25,8 +25,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base import ParseResult, guarded_parse
-from .rocminfo import cut_marker, gpu_list_facts, is_placeholder, looks_like_driver_version, normalise_gfx, strip_ansi
+from .base import ParseResult, SmiGpu, empty_input, guarded_parse, tool_text
+from .rocminfo import cut_marker, gpu_list_facts, is_placeholder, looks_like_driver_version, set_gfx, strip_ansi
 
 KIND = "amd_smi"
 
@@ -72,19 +72,6 @@ def detect(text: str) -> float:
     return score
 
 
-class _Gpu:
-    __slots__ = ("name", "gfx", "total", "used", "free", "driver", "kernel")
-
-    def __init__(self) -> None:
-        self.name: str | None = None
-        self.gfx: str | None = None
-        self.total: int | None = None
-        self.used: int | None = None
-        self.free: int | None = None
-        self.driver: str | None = None
-        self.kernel: str | None = None
-
-
 def parse(text: str) -> ParseResult:
     return guarded_parse(KIND, text, _parse_into, "amd-smi")
 
@@ -108,17 +95,8 @@ def _bytes(value: Any) -> int | None:
     return int(float(m.group(1)) * factor) if factor else None
 
 
-def _set_gfx(gpu: _Gpu, value: str, res: ParseResult) -> None:
-    m = re.match(r"gfx[0-9a-f]+", str(value).strip().lower())
-    if not m:
-        return
-    target, rewritten = normalise_gfx(m.group(0))
-    if target:
-        gpu.gfx = target
-        if rewritten:
-            note = f"amd-smi printed {m.group(0)}, which is {target} (the target version written in decimal)"
-            if note not in res.notes:
-                res.notes.append(note)
+def _set_gfx(gpu: SmiGpu, value: str, res: ParseResult) -> None:
+    set_gfx(gpu, value, res, "amd-smi printed {printed}, which is {target} (the target version written in decimal)")
 
 
 def _json_gpus(obj: Any) -> list[dict]:
@@ -152,7 +130,7 @@ def _find_key(obj: Any, needle: str, depth: int = 0) -> Any:
     return None
 
 
-def _parse_json(text: str, gpus: dict[int, _Gpu], state: dict[str, Any], res: ParseResult) -> None:
+def _parse_json(text: str, gpus: dict[int, SmiGpu], state: dict[str, Any], res: ParseResult) -> None:
     decoder = json.JSONDecoder()
     for attempt, m in enumerate(_JSON_START_RE.finditer(text)):
         if attempt >= 3:
@@ -170,7 +148,7 @@ def _parse_json(text: str, gpus: dict[int, _Gpu], state: dict[str, Any], res: Pa
             idx = item.get("gpu")
             if not isinstance(idx, int) or isinstance(idx, bool):
                 continue
-            _json_gpu(item, gpus.setdefault(idx, _Gpu()), res)
+            _json_gpu(item, gpus.setdefault(idx, SmiGpu()), res)
         if items or rocm:
             state["json"] = True
             return
@@ -179,7 +157,7 @@ def _parse_json(text: str, gpus: dict[int, _Gpu], state: dict[str, Any], res: Pa
         _salvage_json_lines(text, gpus, state, res)
 
 
-def _json_gpu(item: dict, gpu: _Gpu, res: ParseResult) -> None:
+def _json_gpu(item: dict, gpu: SmiGpu, res: ParseResult) -> None:
     """One GPU object of the --json output."""
     asic = item.get("asic") if isinstance(item.get("asic"), dict) else {}
     name = asic.get("market_name")
@@ -206,13 +184,13 @@ _J_GPU_RE = re.compile(r'^\s*"gpu"\s*:\s*(\d+)\s*,?\s*$')
 _J_STR_RE = re.compile(r'^\s*"(market_name|target_graphics_version|rocm_version)"\s*:\s*"([^"]*)"')
 
 
-def _salvage_json_lines(text: str, gpus: dict[int, _Gpu], state: dict[str, Any], res: ParseResult) -> None:
+def _salvage_json_lines(text: str, gpus: dict[int, SmiGpu], state: dict[str, Any], res: ParseResult) -> None:
     """Read what a cut-off JSON paste still says, line by line; the GPU count stays unknown."""
-    cur: _Gpu | None = None
+    cur: SmiGpu | None = None
     for line in text.splitlines():
         m = _J_GPU_RE.match(line)
         if m:
-            cur = gpus.setdefault(int(m.group(1)), _Gpu())
+            cur = gpus.setdefault(int(m.group(1)), SmiGpu())
             continue
         m = _J_STR_RE.match(line)
         if not m:
@@ -230,7 +208,7 @@ def _salvage_json_lines(text: str, gpus: dict[int, _Gpu], state: dict[str, Any],
 @dataclass
 class _Found:
     """What the scans found: the GPUs by index, the tool's error lines and the version strings."""
-    gpus: dict[int, _Gpu] = field(default_factory=dict)
+    gpus: dict[int, SmiGpu] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     primary: str | None = None
     state: dict[str, Any] = field(default_factory=dict)   # rocm_version, amdgpu_version, json, partial
@@ -239,11 +217,8 @@ class _Found:
 
 
 def _parse_into(text: str, res: ParseResult) -> None:
-    if not isinstance(text, str):
-        text = str(text)
-    text = strip_ansi(text).replace("\x00", "").replace("\r", "")
-    if not text.strip():
-        res.notes.append("empty input")
+    text = tool_text(text).replace("\r", "")
+    if empty_input(text, res):
         return
     # Each kind of line is found by its own scan, so a 10 MB paste costs a few regex passes, not a Python
     # loop over every line.  Scans that cannot match (marker absent from the whole text) are skipped.
@@ -291,7 +266,7 @@ def _scan_versions(text: str, state: dict[str, Any]) -> None:
             state["amdgpu_version"] = m.group(1)
 
 
-def _scan_box(text: str, gpus: dict[int, _Gpu]) -> None:
+def _scan_box(text: str, gpus: dict[int, SmiGpu]) -> None:
     """The summary box of AMD-SMI 26: a "| <BDF> <name> |" row, then "| <gpu> ... | used/total MB |"."""
     pending_box: str | None = None
     for m in _BOX_LINE_RE.finditer(text):
@@ -302,7 +277,7 @@ def _scan_box(text: str, gpus: dict[int, _Gpu]) -> None:
             continue
         bm = _BOX_IDX_ROW_RE.match(line)
         if bm and pending_box is not None:
-            gpu = gpus.setdefault(int(bm.group(1)), _Gpu())
+            gpu = gpus.setdefault(int(bm.group(1)), SmiGpu())
             if not is_placeholder(pending_box):
                 gpu.name = pending_box
             gpu.used = int(bm.group(2)) * _UNIT["mb"]
@@ -310,12 +285,12 @@ def _scan_box(text: str, gpus: dict[int, _Gpu]) -> None:
             pending_box = None
 
 
-def _scan_gpu_blocks(text: str, gpus: dict[int, _Gpu], res: ParseResult) -> None:
+def _scan_gpu_blocks(text: str, gpus: dict[int, SmiGpu], res: ParseResult) -> None:
     """"GPU: N" blocks: headers, sections (a key with no value) and the few keys that are read.  A cheap
     substring filter keeps only the lines that can matter before any per-line work is done."""
     cand = [ln for ln in text.split("\n") if ln.endswith(":") or "GPU:" in ln or "VRAM:" in ln
             or "MARKET_NAME:" in ln or "SIZE:" in ln or "VERSION:" in ln]
-    cur: _Gpu | None = None
+    cur: SmiGpu | None = None
     stack: list[tuple[int, str]] = []
     for ln in cand:
         body = ln.strip()
@@ -325,7 +300,7 @@ def _scan_gpu_blocks(text: str, gpus: dict[int, _Gpu], res: ParseResult) -> None
         if body.startswith("GPU:"):
             num = body[4:].strip()
             if num.isdigit():
-                cur = gpus.setdefault(int(num), _Gpu())
+                cur = gpus.setdefault(int(num), SmiGpu())
                 stack = []
             continue
         if cur is None:
@@ -345,7 +320,7 @@ def _scan_gpu_blocks(text: str, gpus: dict[int, _Gpu], res: ParseResult) -> None
 _BLOCK_MEM_KEYS = {"TOTAL_VRAM": "total", "USED_VRAM": "used", "FREE_VRAM": "free"}
 
 
-def _block_key(gpu: _Gpu, key: str, val: str, section: str, res: ParseResult) -> None:
+def _block_key(gpu: SmiGpu, key: str, val: str, section: str, res: ParseResult) -> None:
     """One ``KEY: value`` line of a "GPU: N" block, inside *section* (the nearest key above it with no value)."""
     if key == "MARKET_NAME":
         if not is_placeholder(val):
@@ -364,13 +339,13 @@ def _block_key(gpu: _Gpu, key: str, val: str, section: str, res: ParseResult) ->
         gpu.kernel = val
 
 
-def _set_bytes(gpu: _Gpu, attr: str, value: Any) -> None:
+def _set_bytes(gpu: SmiGpu, attr: str, value: Any) -> None:
     b = _bytes(value)
     if b is not None:
         setattr(gpu, attr, b)
 
 
-def _scan_monitor(text: str, gpus: dict[int, _Gpu]) -> None:
+def _scan_monitor(text: str, gpus: dict[int, SmiGpu]) -> None:
     """amd-smi monitor: a "GPU  POWER  GPU_TEMP ..." header, then one row per GPU (columns split by 2+ spaces)."""
     cols: list[str] | None = None
     for raw in text.splitlines():
@@ -389,7 +364,7 @@ def _scan_monitor(text: str, gpus: dict[int, _Gpu]) -> None:
         idx = cells[0].split()[0]
         if not idx.isdigit():
             continue
-        gpu = gpus.setdefault(int(idx), _Gpu())
+        gpu = gpus.setdefault(int(idx), SmiGpu())
         row = dict(zip(cols, cells))
         if "VRAM_TOTAL" in row:
             _set_bytes(gpu, "total", row["VRAM_TOTAL"])

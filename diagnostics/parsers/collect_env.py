@@ -19,7 +19,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from .base import ParseResult, guarded_parse
+from .base import ParseResult, build_flavour, empty_input, guarded_parse, kernel_facts
 from .hipconfig import GPU_ENV_PREFIXES
 
 KIND = "collect_env"
@@ -127,21 +127,6 @@ def _norm_pkg(name: str) -> str:
     return name.strip().lower().replace("_", "-")
 
 
-def _flavour(version: str) -> str | None:
-    """Build flavour from a local version label: +rocm6.2 -> rocm, +cu121 -> cuda, +cpu -> cpu."""
-    _, plus, local = version.partition("+")
-    if not plus:
-        return None
-    local = local.lower()
-    if local.startswith("rocm"):
-        return "rocm"
-    if local.startswith("cu") and len(local) > 2 and local[2].isdigit():
-        return "cuda"
-    if local.startswith("cpu"):
-        return "cpu"
-    return None
-
-
 def detect(text: str) -> float:
     head = text[:400_000]
     hits = len(set(m.group(1) for m in _MARKER_RX.finditer(head)))
@@ -166,8 +151,7 @@ def parse(text: str) -> ParseResult:
 
 
 def _parse_into(text: str, res: ParseResult) -> None:
-    if not text or not text.strip():
-        res.notes.append("empty input")
+    if empty_input(text, res):
         return
     text = _window(text, res)
     sec = _scan(text.split("\n"))
@@ -353,7 +337,7 @@ def _torch_facts(sec: _Sections, res: ParseResult) -> str | None:
     if _known(cuda_c) and _NUMERIC_VERSION.match(cuda_c):
         facts["torch.cuda_version"] = cuda_c
 
-    build = _flavour(tv) if _known(tv) else None
+    build = build_flavour(tv) if _known(tv) else None
     if build is None and _known(tv):
         if _known(hip_c):
             build = "rocm"
@@ -442,11 +426,7 @@ def _os_facts(sec: _Sections, res: ParseResult) -> None:
     if _known(pp):
         m = _LINUX_PLATFORM.match(pp)
         if m:
-            kernel = m.group(1)
-            facts["os.kernel"] = kernel
-            if "microsoft" in kernel.lower() and "wsl" in kernel.lower():
-                facts["container.kind"] = "wsl"
-                facts["container.present"] = True
+            kernel_facts(m.group(1), facts)
 
 
 def _cpu_facts(sec: _Sections, res: ParseResult) -> None:
@@ -525,7 +505,7 @@ def _package(tool: str, spec: str) -> tuple[str, str] | None:
 def _set_package(facts: dict, fact: str, version: str) -> None:
     facts[fact] = version
     if fact == "pkg.vllm":
-        fl = _flavour(version)
+        fl = build_flavour(version)
         if fl:
             facts["pkg.vllm_build"] = fl
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .base import ParseResult, guarded_parse
+from .base import ParseResult, empty_input, guarded_parse, kernel_facts
 
 KIND = "dmesg"
 
@@ -144,8 +144,7 @@ class _Log:
 
 
 def _parse_into(text: str, res: ParseResult) -> None:
-    if not text or not text.strip():
-        res.notes.append("empty input")
+    if empty_input(text, res):
         return
     facts = res.facts
     log = _Log()
@@ -179,11 +178,7 @@ def _boot_line(msg: str, facts: dict) -> None:
     if "Linux version " in msg and "os.kernel" not in facts:
         m = _LINUX_VERSION.search(msg)
         if m:
-            kernel = m.group(1)
-            facts["os.kernel"] = kernel
-            if "microsoft" in kernel.lower() and "wsl" in kernel.lower():
-                facts["container.kind"] = "wsl"
-                facts["container.present"] = True
+            kernel_facts(m.group(1), facts)
     if "ommand line: " in msg and "os.kernel_cmdline" not in facts:
         m = _CMDLINE.search(msg)
         if m:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .base import ParseResult, guarded_parse
+from .base import ParseResult, empty_input, guarded_parse
 
 KIND = "hipconfig"
 
@@ -73,8 +73,7 @@ def parse(text: str) -> ParseResult:
 
 
 def _parse_into(text: str, res: ParseResult) -> None:
-    if not text or not text.strip():
-        res.notes.append("empty input")
+    if empty_input(text, res):
         return
     text = _window(text, res)
     if _one_value(text.strip(), res):

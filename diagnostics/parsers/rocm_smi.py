@@ -27,8 +27,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base import ParseResult, guarded_parse
-from .rocminfo import cut_marker, gpu_list_facts, is_placeholder, normalise_gfx, strip_ansi
+from .base import ParseResult, SmiGpu, empty_input, guarded_parse, tool_text
+from .rocminfo import cut_marker, gpu_list_facts, is_placeholder, set_gfx, strip_ansi
 
 KIND = "rocm_smi"
 
@@ -76,17 +76,6 @@ def detect(text: str) -> float:
     return score
 
 
-class _Gpu:
-    __slots__ = ("name", "fallback_name", "gfx", "total", "used")
-
-    def __init__(self) -> None:
-        self.name: str | None = None
-        self.fallback_name: str | None = None
-        self.gfx: str | None = None
-        self.total: int | None = None
-        self.used: int | None = None
-
-
 def parse(text: str) -> ParseResult:
     return guarded_parse(KIND, text, _parse_into, "rocm-smi")
 
@@ -99,7 +88,7 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def _apply_kv(gpu: _Gpu, key: str, value: Any, res: ParseResult) -> None:
+def _apply_kv(gpu: SmiGpu, key: str, value: Any, res: ParseResult) -> None:
     k = key.strip().lower().rstrip(":")
     v = str(value).strip()
     if k in _NAME_KEYS:
@@ -109,15 +98,7 @@ def _apply_kv(gpu: _Gpu, key: str, value: Any, res: ParseResult) -> None:
         if not is_placeholder(v):
             gpu.fallback_name = v
     elif k in _GFX_KEYS:
-        m = re.match(r"gfx[0-9a-f]+", v.lower())
-        if m:
-            target, rewritten = normalise_gfx(m.group(0))
-            if target:
-                gpu.gfx = target
-                if rewritten:
-                    note = f"rocm-smi printed {m.group(0)}, which is {target} (its stepping written in decimal)"
-                    if note not in res.notes:
-                        res.notes.append(note)
+        set_gfx(gpu, v, res, "rocm-smi printed {printed}, which is {target} (its stepping written in decimal)")
     elif k in _VRAM_TOTAL_KEYS:
         n = _int(v)
         if n is not None:
@@ -128,7 +109,7 @@ def _apply_kv(gpu: _Gpu, key: str, value: Any, res: ParseResult) -> None:
             gpu.used = n
 
 
-def _parse_json(text: str, gpus: dict[int, _Gpu], res: ParseResult) -> bool:
+def _parse_json(text: str, gpus: dict[int, SmiGpu], res: ParseResult) -> bool:
     decoder = json.JSONDecoder()
     for attempt, m in enumerate(_JSON_START_RE.finditer(text)):
         if attempt >= 3:
@@ -145,7 +126,7 @@ def _parse_json(text: str, gpus: dict[int, _Gpu], res: ParseResult) -> bool:
             if not cm or not isinstance(data, dict):
                 continue
             found = True
-            gpu = gpus.setdefault(int(cm.group(1)), _Gpu())
+            gpu = gpus.setdefault(int(cm.group(1)), SmiGpu())
             for k, v in data.items():
                 _apply_kv(gpu, str(k), v, res)
         if found:
@@ -155,7 +136,7 @@ def _parse_json(text: str, gpus: dict[int, _Gpu], res: ParseResult) -> bool:
     return False
 
 
-def _parse_csv(lines: list[str], gpus: dict[int, _Gpu], res: ParseResult) -> None:
+def _parse_csv(lines: list[str], gpus: dict[int, SmiGpu], res: ParseResult) -> None:
     header: list[str] | None = None
     for line in lines:
         s = line.strip()
@@ -170,7 +151,7 @@ def _parse_csv(lines: list[str], gpus: dict[int, _Gpu], res: ParseResult) -> Non
         if not m:
             continue
         row = next(csv.reader([s]))
-        gpu = gpus.setdefault(int(m.group(1)), _Gpu())
+        gpu = gpus.setdefault(int(m.group(1)), SmiGpu())
         for k, v in zip(header[1:], row[1:]):
             _apply_kv(gpu, k, v, res)
 
@@ -178,7 +159,7 @@ def _parse_csv(lines: list[str], gpus: dict[int, _Gpu], res: ParseResult) -> Non
 @dataclass
 class _Found:
     """What the line scan found: the GPUs by index, the tool's error lines, the frame and table state."""
-    gpus: dict[int, _Gpu] = field(default_factory=dict)
+    gpus: dict[int, SmiGpu] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     primary: str | None = None
     driver_missing: bool = False
@@ -188,11 +169,8 @@ class _Found:
 
 
 def _parse_into(text: str, res: ParseResult) -> None:
-    if not isinstance(text, str):
-        text = str(text)
-    text = strip_ansi(text).replace("\x00", "")
-    if not text.strip():
-        res.notes.append("empty input")
+    text = tool_text(text)
+    if empty_input(text, res):
         return
     found = _Found()
     lines = text.splitlines()
@@ -236,7 +214,7 @@ def _error_line(found: _Found, line: str, res: ParseResult) -> bool:
             found.primary = line
         m = re.match(r"ERROR:\s*GPU\[(\d+)\]", line)
         if m:
-            found.gpus.setdefault(int(m.group(1)), _Gpu())
+            found.gpus.setdefault(int(m.group(1)), SmiGpu())
         return True
     return False
 
@@ -254,7 +232,7 @@ def _scan_line(found: _Found, line: str, res: ParseResult) -> None:
     if m:
         found.in_table = False
         key, sep, val = m.group(2).partition(":")
-        gpu = found.gpus.setdefault(int(m.group(1)), _Gpu())
+        gpu = found.gpus.setdefault(int(m.group(1)), SmiGpu())
         if sep:
             _apply_kv(gpu, key, val, res)
         return
@@ -270,7 +248,7 @@ def _table_row(found: _Found, line: str, res: ParseResult) -> None:
         return  # rulers (the new layout has one between header and rows)
     rm = _ROW_RE.match(line)
     if rm:
-        gpu = found.gpus.setdefault(int(rm.group(1)), _Gpu())
+        gpu = found.gpus.setdefault(int(rm.group(1)), SmiGpu())
         if "gfx" in line:  # --showhw of ROCm 6+: a "GFX VER" column
             gm = _GFX_TOKEN_RE.search(line)
             if gm:

@@ -19,7 +19,7 @@ rocminfo's source (ROCm/rocminfo, rocminfo.cc) shows where each line comes from;
 uses ``getgrouplist`` on the *group database*, so "is member of render group" says nothing about the
 running session, and no group fact is taken from it.
 
-This module also holds small helpers the rocm_smi and amd_smi parsers share (gfx normalisation,
+This module also holds small helpers the rocm_smi and amd_smi parsers share (gfx normalisation and set_gfx,
 the APU/dGPU table, ANSI stripping).  Only the standard library is used; every pattern is simple and
 linear.
 """
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..textnorm import strip_ansi  # noqa: F401  (re-exported for rocm_smi / amd_smi)
-from .base import ParseResult, guarded_parse
+from .base import ParseResult, empty_input, guarded_parse, tool_text
 
 KIND = "rocminfo"
 
@@ -127,6 +127,21 @@ def gpu_list_facts(names: list[str | None], targets: list[str | None], memory: l
         elif used is not None and total is not None and total >= used:
             facts["gpu.vram_free_bytes"] = total - used
     return facts
+
+
+def set_gfx(gpu: Any, value: Any, res: ParseResult, note: str) -> None:
+    """Set ``gpu.gfx`` from a tool's gfx field ('gfx1100', 'gfx9010'); a target written in decimal is rewritten and
+    *note* (with ``{printed}`` and ``{target}``) says so, once."""
+    m = re.match(r"gfx[0-9a-f]+", str(value).strip().lower())
+    if not m:
+        return
+    target, rewritten = normalise_gfx(m.group(0))
+    if target:
+        gpu.gfx = target
+        if rewritten:
+            text = note.format(printed=m.group(0), target=target)
+            if text not in res.notes:
+                res.notes.append(text)
 
 
 def classify_gfx(gfx: str | None) -> str | None:
@@ -250,11 +265,8 @@ def parse(text: str) -> ParseResult:
 
 
 def _parse_into(text: str, res: ParseResult) -> None:
-    if not isinstance(text, str):
-        text = str(text)
-    text = strip_ansi(text).replace("\x00", "")
-    if not text.strip():
-        res.notes.append("empty input")
+    text = tool_text(text)
+    if empty_input(text, res):
         return
     st = _scan(text, res)
     truncated = _truncation(st, text, res)
