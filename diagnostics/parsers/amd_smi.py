@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
-from .base import ParseResult, guarded_parse
-from .rocminfo import cut_marker, gpu_list_facts, is_placeholder, looks_like_driver_version, normalise_gfx, strip_ansi
+from .base import ParseResult, SmiGpu, empty_input, guarded_parse, tool_text
+from .rocminfo import cut_marker, gpu_list_facts, is_placeholder, looks_like_driver_version, set_gfx, strip_ansi
 
 KIND = "amd_smi"
 
@@ -71,19 +72,6 @@ def detect(text: str) -> float:
     return score
 
 
-class _Gpu:
-    __slots__ = ("name", "gfx", "total", "used", "free", "driver", "kernel")
-
-    def __init__(self) -> None:
-        self.name: str | None = None
-        self.gfx: str | None = None
-        self.total: int | None = None
-        self.used: int | None = None
-        self.free: int | None = None
-        self.driver: str | None = None
-        self.kernel: str | None = None
-
-
 def parse(text: str) -> ParseResult:
     return guarded_parse(KIND, text, _parse_into, "amd-smi")
 
@@ -107,17 +95,8 @@ def _bytes(value: Any) -> int | None:
     return int(float(m.group(1)) * factor) if factor else None
 
 
-def _set_gfx(gpu: _Gpu, value: str, res: ParseResult) -> None:
-    m = re.match(r"gfx[0-9a-f]+", str(value).strip().lower())
-    if not m:
-        return
-    target, rewritten = normalise_gfx(m.group(0))
-    if target:
-        gpu.gfx = target
-        if rewritten:
-            note = f"amd-smi printed {m.group(0)}, which is {target} (the target version written in decimal)"
-            if note not in res.notes:
-                res.notes.append(note)
+def _set_gfx(gpu: SmiGpu, value: str, res: ParseResult) -> None:
+    set_gfx(gpu, value, res, "amd-smi printed {printed}, which is {target} (the target version written in decimal)")
 
 
 def _json_gpus(obj: Any) -> list[dict]:
@@ -151,7 +130,7 @@ def _find_key(obj: Any, needle: str, depth: int = 0) -> Any:
     return None
 
 
-def _parse_json(text: str, gpus: dict[int, _Gpu], state: dict[str, Any], res: ParseResult) -> None:
+def _parse_json(text: str, gpus: dict[int, SmiGpu], state: dict[str, Any], res: ParseResult) -> None:
     decoder = json.JSONDecoder()
     for attempt, m in enumerate(_JSON_START_RE.finditer(text)):
         if attempt >= 3:
@@ -169,30 +148,7 @@ def _parse_json(text: str, gpus: dict[int, _Gpu], state: dict[str, Any], res: Pa
             idx = item.get("gpu")
             if not isinstance(idx, int) or isinstance(idx, bool):
                 continue
-            gpu = gpus.setdefault(idx, _Gpu())
-            asic = item.get("asic") if isinstance(item.get("asic"), dict) else {}
-            name = asic.get("market_name")
-            if isinstance(name, str) and not is_placeholder(name):
-                gpu.name = name.strip()
-            tgv = asic.get("target_graphics_version")
-            if tgv is not None:
-                _set_gfx(gpu, str(tgv), res)
-            vram = item.get("vram") if isinstance(item.get("vram"), dict) else {}
-            if "size" in vram:
-                b = _bytes(vram.get("size"))
-                if b is not None:
-                    gpu.total = b
-            mem = item.get("mem_usage") if isinstance(item.get("mem_usage"), dict) else {}
-            for key, attr in (("total_vram", "total"), ("used_vram", "used"), ("free_vram", "free")):
-                if key in mem:
-                    b = _bytes(mem.get(key))
-                    if b is not None:
-                        setattr(gpu, attr, b)
-            drv = item.get("driver") if isinstance(item.get("driver"), dict) else {}
-            if isinstance(drv.get("version"), str):
-                gpu.driver = drv["version"]
-            if isinstance(drv.get("os_kernel_version"), str):
-                gpu.kernel = drv["os_kernel_version"]
+            _json_gpu(item, gpus.setdefault(idx, SmiGpu()), res)
         if items or rocm:
             state["json"] = True
             return
@@ -201,17 +157,40 @@ def _parse_json(text: str, gpus: dict[int, _Gpu], state: dict[str, Any], res: Pa
         _salvage_json_lines(text, gpus, state, res)
 
 
+def _json_gpu(item: dict, gpu: SmiGpu, res: ParseResult) -> None:
+    """One GPU object of the --json output."""
+    asic = item.get("asic") if isinstance(item.get("asic"), dict) else {}
+    name = asic.get("market_name")
+    if isinstance(name, str) and not is_placeholder(name):
+        gpu.name = name.strip()
+    tgv = asic.get("target_graphics_version")
+    if tgv is not None:
+        _set_gfx(gpu, str(tgv), res)
+    vram = item.get("vram") if isinstance(item.get("vram"), dict) else {}
+    if "size" in vram:
+        _set_bytes(gpu, "total", vram.get("size"))
+    mem = item.get("mem_usage") if isinstance(item.get("mem_usage"), dict) else {}
+    for key, attr in (("total_vram", "total"), ("used_vram", "used"), ("free_vram", "free")):
+        if key in mem:
+            _set_bytes(gpu, attr, mem.get(key))
+    drv = item.get("driver") if isinstance(item.get("driver"), dict) else {}
+    if isinstance(drv.get("version"), str):
+        gpu.driver = drv["version"]
+    if isinstance(drv.get("os_kernel_version"), str):
+        gpu.kernel = drv["os_kernel_version"]
+
+
 _J_GPU_RE = re.compile(r'^\s*"gpu"\s*:\s*(\d+)\s*,?\s*$')
 _J_STR_RE = re.compile(r'^\s*"(market_name|target_graphics_version|rocm_version)"\s*:\s*"([^"]*)"')
 
 
-def _salvage_json_lines(text: str, gpus: dict[int, _Gpu], state: dict[str, Any], res: ParseResult) -> None:
+def _salvage_json_lines(text: str, gpus: dict[int, SmiGpu], state: dict[str, Any], res: ParseResult) -> None:
     """Read what a cut-off JSON paste still says, line by line; the GPU count stays unknown."""
-    cur: _Gpu | None = None
+    cur: SmiGpu | None = None
     for line in text.splitlines():
         m = _J_GPU_RE.match(line)
         if m:
-            cur = gpus.setdefault(int(m.group(1)), _Gpu())
+            cur = gpus.setdefault(int(m.group(1)), SmiGpu())
             continue
         m = _J_STR_RE.match(line)
         if not m:
@@ -226,156 +205,175 @@ def _salvage_json_lines(text: str, gpus: dict[int, _Gpu], state: dict[str, Any],
     state["partial"] = True
 
 
-def _parse_into(text: str, res: ParseResult) -> None:
-    if not isinstance(text, str):
-        text = str(text)
-    text = strip_ansi(text).replace("\x00", "").replace("\r", "")
-    if not text.strip():
-        res.notes.append("empty input")
-        return
-
-    gpus: dict[int, _Gpu] = {}
-    errors: list[str] = []
+@dataclass
+class _Found:
+    """What the scans found: the GPUs by index, the tool's error lines and the version strings."""
+    gpus: dict[int, SmiGpu] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
     primary: str | None = None
-    state: dict[str, Any] = {}
-    no_gpus = False
-    driver_not_loaded = False
-    cur: _Gpu | None = None
-    stack: list[tuple[int, str]] = []
-    pending_box: str | None = None
+    state: dict[str, Any] = field(default_factory=dict)   # rocm_version, amdgpu_version, json, partial
+    no_gpus: bool = False
+    driver_not_loaded: bool = False
 
+
+def _parse_into(text: str, res: ParseResult) -> None:
+    text = tool_text(text).replace("\r", "")
+    if empty_input(text, res):
+        return
     # Each kind of line is found by its own scan, so a 10 MB paste costs a few regex passes, not a Python
     # loop over every line.  Scans that cannot match (marker absent from the whole text) are skipped.
+    found = _Found()
     if "ERROR" in text or any(m in text for m in _ERROR_MARKERS):
-        for m in _ERROR_LINE_RE.finditer(text):
-            line = m.group(0).strip()
-            if "SyntaxWarning" in line:
-                continue
-            errors.append(line)
-            if primary is None:
-                primary = line
-            if "Unable to detect any GPU devices" in line:
-                no_gpus = True
-            if "DRIVER_NOT_LOADED" in line or "Driver not loaded" in line:
-                driver_not_loaded = True
-    # version strings (amd-smi version, the summary box header)
+        _scan_errors(text, found)
+    _scan_versions(text, found.state)
+    if "|" in text:
+        _scan_box(text, found.gpus)
+    if "GPU:" in text:
+        _scan_gpu_blocks(text, found.gpus, res)
+    if _MONITOR_HEADER_RE.search(text):
+        _scan_monitor(text, found.gpus)
+    marker = cut_marker(text)
+    if marker:
+        found.state["partial"] = True
+        res.notes.append(f"the paste says it was shortened ({marker!r}): the GPU count is not taken from it")
+    if "{" in text or "[" in text:
+        if re.search(r'"(gpu|asic|market_name|rocm_version|mem_usage|amdsmi_library_version)"', text):
+            _parse_json(text, found.gpus, found.state, res)
+    _facts(text, found, res)
+
+
+def _scan_errors(text: str, found: _Found) -> None:
+    for m in _ERROR_LINE_RE.finditer(text):
+        line = m.group(0).strip()
+        if "SyntaxWarning" in line:
+            continue
+        found.errors.append(line)
+        if found.primary is None:
+            found.primary = line
+        if "Unable to detect any GPU devices" in line:
+            found.no_gpus = True
+        if "DRIVER_NOT_LOADED" in line or "Driver not loaded" in line:
+            found.driver_not_loaded = True
+
+
+def _scan_versions(text: str, state: dict[str, Any]) -> None:
+    """The version strings of ``amd-smi version`` and of the summary box header; the last one wins."""
     if "ROCm version:" in text:
         for m in _ROCM_VERSION_RE.finditer(text):
             state["rocm_version"] = m.group(1)
     if "amdgpu version:" in text:
         for m in _AMDGPU_VERSION_RE.finditer(text):
             state["amdgpu_version"] = m.group(1)
-    # the summary box of AMD-SMI 26: a "| <BDF> <name> |" row, then "| <gpu> ... | used/total MB |"
-    if "|" in text:
-        for m in _BOX_LINE_RE.finditer(text):
-            line = m.group(0).strip()
-            bm = _BOX_NAME_ROW_RE.match(line)
-            if bm:
-                pending_box = bm.group(2).strip()
-                continue
-            bm = _BOX_IDX_ROW_RE.match(line)
-            if bm and pending_box is not None:
-                gpu = gpus.setdefault(int(bm.group(1)), _Gpu())
-                if not is_placeholder(pending_box):
-                    gpu.name = pending_box
-                gpu.used = int(bm.group(2)) * _UNIT["mb"]
-                gpu.total = int(bm.group(3)) * _UNIT["mb"]
-                pending_box = None
-    # "GPU: N" blocks: headers, sections (a key with no value) and the few keys that are read.  A cheap
-    # substring filter keeps only the lines that can matter before any per-line work is done.
-    if "GPU:" in text:
-        cand = [ln for ln in text.split("\n") if ln.endswith(":") or "GPU:" in ln or "VRAM:" in ln
-                or "MARKET_NAME:" in ln or "SIZE:" in ln or "VERSION:" in ln]
-        for ln in cand:
-            body = ln.strip()
-            if not body:
-                continue
-            indent = len(ln.expandtabs()) - len(ln.expandtabs().lstrip())
-            if body.startswith("GPU:"):
-                num = body[4:].strip()
-                if num.isdigit():
-                    cur = gpus.setdefault(int(num), _Gpu())
-                    stack = []
-                continue
-            if cur is None:
-                continue
-            key, _, val = body.partition(":")
-            key = key.strip()
-            val = val.strip()
-            while stack and stack[-1][0] >= indent:
-                stack.pop()
-            if not val:
-                if key and key.replace("_", "").replace(" ", "").isalnum():
-                    stack.append((indent, key))
-                continue
-            section = stack[-1][1] if stack else ""
-            if key == "MARKET_NAME":
-                if not is_placeholder(val):
-                    cur.name = val
-            elif key == "TARGET_GRAPHICS_VERSION":
-                _set_gfx(cur, val, res)
-            elif key == "SIZE":
-                if section == "VRAM":
-                    b = _bytes(val)
-                    if b is not None:
-                        cur.total = b
-            elif key == "TOTAL_VRAM":
-                b = _bytes(val)
-                if b is not None:
-                    cur.total = b
-            elif key == "USED_VRAM":
-                b = _bytes(val)
-                if b is not None:
-                    cur.used = b
-            elif key == "FREE_VRAM":
-                b = _bytes(val)
-                if b is not None:
-                    cur.free = b
-            elif key == "VERSION":
-                if section == "DRIVER":
-                    cur.driver = val
-            elif key == "OS_KERNEL_VERSION":
-                cur.kernel = val
 
-    # amd-smi monitor: a "GPU  POWER  GPU_TEMP ..." header, then one row per GPU (columns split by 2+ spaces)
-    if _MONITOR_HEADER_RE.search(text):
-        cols: list[str] | None = None
-        for raw in text.splitlines():
-            line = raw.strip()
-            if not line:
-                continue
-            if _MONITOR_HEADER_RE.match(line):
-                cols = re.split(r"\s{2,}", line)
-                continue
-            if cols is None:
-                continue
-            if not line[0].isdigit():
-                cols = None
-                continue
-            cells = re.split(r"\s{2,}", line)
-            idx = cells[0].split()[0]
-            if not idx.isdigit():
-                continue
-            gpu = gpus.setdefault(int(idx), _Gpu())
-            row = dict(zip(cols, cells))
-            if "VRAM_TOTAL" in row:
-                b = _bytes(row["VRAM_TOTAL"])
-                if b is not None:
-                    gpu.total = b
-            if "VRAM_USED" in row:
-                b = _bytes(row["VRAM_USED"])
-                if b is not None:
-                    gpu.used = b
 
-    marker = cut_marker(text)
-    if marker:
-        state["partial"] = True
-        res.notes.append(f"the paste says it was shortened ({marker!r}): the GPU count is not taken from it")
+def _scan_box(text: str, gpus: dict[int, SmiGpu]) -> None:
+    """The summary box of AMD-SMI 26: a "| <BDF> <name> |" row, then "| <gpu> ... | used/total MB |"."""
+    pending_box: str | None = None
+    for m in _BOX_LINE_RE.finditer(text):
+        line = m.group(0).strip()
+        bm = _BOX_NAME_ROW_RE.match(line)
+        if bm:
+            pending_box = bm.group(2).strip()
+            continue
+        bm = _BOX_IDX_ROW_RE.match(line)
+        if bm and pending_box is not None:
+            gpu = gpus.setdefault(int(bm.group(1)), SmiGpu())
+            if not is_placeholder(pending_box):
+                gpu.name = pending_box
+            gpu.used = int(bm.group(2)) * _UNIT["mb"]
+            gpu.total = int(bm.group(3)) * _UNIT["mb"]
+            pending_box = None
 
-    if "{" in text or "[" in text:
-        if re.search(r'"(gpu|asic|market_name|rocm_version|mem_usage|amdsmi_library_version)"', text):
-            _parse_json(text, gpus, state, res)
 
+def _scan_gpu_blocks(text: str, gpus: dict[int, SmiGpu], res: ParseResult) -> None:
+    """"GPU: N" blocks: headers, sections (a key with no value) and the few keys that are read.  A cheap
+    substring filter keeps only the lines that can matter before any per-line work is done."""
+    cand = [ln for ln in text.split("\n") if ln.endswith(":") or "GPU:" in ln or "VRAM:" in ln
+            or "MARKET_NAME:" in ln or "SIZE:" in ln or "VERSION:" in ln]
+    cur: SmiGpu | None = None
+    stack: list[tuple[int, str]] = []
+    for ln in cand:
+        body = ln.strip()
+        if not body:
+            continue
+        indent = len(ln.expandtabs()) - len(ln.expandtabs().lstrip())
+        if body.startswith("GPU:"):
+            num = body[4:].strip()
+            if num.isdigit():
+                cur = gpus.setdefault(int(num), SmiGpu())
+                stack = []
+            continue
+        if cur is None:
+            continue
+        key, _, val = body.partition(":")
+        key = key.strip()
+        val = val.strip()
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        if not val:
+            if key and key.replace("_", "").replace(" ", "").isalnum():
+                stack.append((indent, key))
+            continue
+        _block_key(cur, key, val, stack[-1][1] if stack else "", res)
+
+
+_BLOCK_MEM_KEYS = {"TOTAL_VRAM": "total", "USED_VRAM": "used", "FREE_VRAM": "free"}
+
+
+def _block_key(gpu: SmiGpu, key: str, val: str, section: str, res: ParseResult) -> None:
+    """One ``KEY: value`` line of a "GPU: N" block, inside *section* (the nearest key above it with no value)."""
+    if key == "MARKET_NAME":
+        if not is_placeholder(val):
+            gpu.name = val
+    elif key == "TARGET_GRAPHICS_VERSION":
+        _set_gfx(gpu, val, res)
+    elif key == "SIZE":
+        if section == "VRAM":
+            _set_bytes(gpu, "total", val)
+    elif key in _BLOCK_MEM_KEYS:
+        _set_bytes(gpu, _BLOCK_MEM_KEYS[key], val)
+    elif key == "VERSION":
+        if section == "DRIVER":
+            gpu.driver = val
+    elif key == "OS_KERNEL_VERSION":
+        gpu.kernel = val
+
+
+def _set_bytes(gpu: SmiGpu, attr: str, value: Any) -> None:
+    b = _bytes(value)
+    if b is not None:
+        setattr(gpu, attr, b)
+
+
+def _scan_monitor(text: str, gpus: dict[int, SmiGpu]) -> None:
+    """amd-smi monitor: a "GPU  POWER  GPU_TEMP ..." header, then one row per GPU (columns split by 2+ spaces)."""
+    cols: list[str] | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if _MONITOR_HEADER_RE.match(line):
+            cols = re.split(r"\s{2,}", line)
+            continue
+        if cols is None:
+            continue
+        if not line[0].isdigit():
+            cols = None
+            continue
+        cells = re.split(r"\s{2,}", line)
+        idx = cells[0].split()[0]
+        if not idx.isdigit():
+            continue
+        gpu = gpus.setdefault(int(idx), SmiGpu())
+        row = dict(zip(cols, cells))
+        if "VRAM_TOTAL" in row:
+            _set_bytes(gpu, "total", row["VRAM_TOTAL"])
+        if "VRAM_USED" in row:
+            _set_bytes(gpu, "used", row["VRAM_USED"])
+
+
+def _facts(text: str, found: _Found, res: ParseResult) -> None:
+    gpus, state = found.gpus, found.state
     facts: dict[str, Any] = {}
     if "rocm_version" in state:
         facts["rocm.version"] = state["rocm_version"]
@@ -396,20 +394,20 @@ def _parse_into(text: str, res: ParseResult) -> None:
             if looks_like_driver_version(drv, kernel):
                 facts["driver.amdgpu_version"] = drv.strip()
                 break
-    elif no_gpus and not selected:
+    elif found.no_gpus and not selected:
         facts["gpu.count"] = 0
     if "driver.amdgpu_version" not in facts and state.get("amdgpu_version"):
         v = state["amdgpu_version"]
         if looks_like_driver_version(v) and "-" not in v:
             facts["driver.amdgpu_version"] = v
-    if driver_not_loaded:
+    if found.driver_not_loaded:
         facts["driver.amdgpu_loaded"] = False
-    if primary is not None:
-        facts["rocm_smi.error"] = primary
-    if not gpus and not errors and "rocm_version" not in state:
+    if found.primary is not None:
+        facts["rocm_smi.error"] = found.primary
+    if not gpus and not found.errors and "rocm_version" not in state:
         res.notes.append("no amd-smi content recognised")
     res.facts.update(facts)
-    res.errors.extend(errors)
+    res.errors.extend(found.errors)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,9 +1,12 @@
-"""What every dump parser returns."""
+"""What every dump parser returns, and the small pieces several parsers share: the empty-input check, the SMI tools'
+text, build flavours, kernel facts, the SMI GPU record, GPU processes and the log layers."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from ..textnorm import strip_ansi
 
 
 @dataclass
@@ -25,6 +28,57 @@ def guarded_parse(kind: str, text: str, fill: "Callable[[str, ParseResult], None
     except Exception as exc:  # never lose the user's input to a parser bug
         res.notes.append(f"the {label} text could not be read to the end ({type(exc).__name__}); facts may be incomplete")
     return res
+
+
+def empty_input(text: str, res: ParseResult) -> bool:
+    """True (with the note every parser gives) when there is nothing to read."""
+    if not text or not text.strip():
+        res.notes.append("empty input")
+        return True
+    return False
+
+
+def tool_text(text: Any) -> str:
+    """A terminal capture as the SMI / rocminfo parsers read it: a string, ANSI colours and NUL bytes removed."""
+    if not isinstance(text, str):
+        text = str(text)
+    return strip_ansi(text).replace("\x00", "")
+
+
+def build_flavour(version: str) -> str | None:
+    """Build flavour from a local version label: +rocm6.2 -> rocm, +cu121 -> cuda, +cpu -> cpu."""
+    _, plus, local = version.partition("+")
+    if not plus:
+        return None
+    local = local.lower()
+    if local.startswith("rocm"):
+        return "rocm"
+    if local.startswith("cu") and len(local) > 2 and local[2].isdigit():
+        return "cuda"
+    if local.startswith("cpu"):
+        return "cpu"
+    return None
+
+
+def kernel_facts(kernel: str, facts: dict[str, Any]) -> None:
+    """os.kernel from a kernel release; a WSL kernel ('5.15.153.1-microsoft-standard-WSL2') says where it runs."""
+    facts["os.kernel"] = kernel
+    if "microsoft" in kernel.lower() and "wsl" in kernel.lower():
+        facts["container.kind"] = "wsl"
+        facts["container.present"] = True
+
+
+@dataclass
+class SmiGpu:
+    """One GPU as rocm-smi or amd-smi lists it (memory in bytes); None where the tool did not say."""
+    name: str | None = None
+    fallback_name: str | None = None   # rocm-smi's "Device Name" / "Marketing Name", used when "Card series" is absent
+    gfx: str | None = None
+    total: int | None = None
+    used: int | None = None
+    free: int | None = None
+    driver: str | None = None          # amd-smi's DRIVER: VERSION and OS_KERNEL_VERSION
+    kernel: str | None = None
 
 
 # --------------------------------------------------------------------------------------------------

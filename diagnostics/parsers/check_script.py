@@ -17,6 +17,7 @@ zero GPUs on a machine that has some).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..textnorm import clean_log
@@ -332,15 +333,28 @@ def _put_value(facts: dict[str, Any], got: tuple[str, Any]) -> None:
         _put(facts, *got)
 
 
+@dataclass
+class _EnvSeen:
+    """The GPU variables a paste sets: every value each one got, and for how many commands."""
+    values: dict[str, set[str]] = field(default_factory=dict)
+    inline: dict[str, int] = field(default_factory=dict)     # NAME=value before a command: how many commands it was set for
+    exported: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _Scan:
+    facts: dict[str, Any] = field(default_factory=dict)
+    env: _EnvSeen = field(default_factory=_EnvSeen)
+    n_cmds: int = 0
+    torch_missing: str | None = None
+    torch_import_error: str | None = None
+    last_cmd: int = -10 ** 9          # index of the last line that imported torch (python -c or the REPL)
+
+
 def _parse_into(text: str, res: ParseResult, labels: bool = True) -> None:
     lines = clean_log(text).split("\n")[:MAX_LINES]
-    facts: dict[str, Any] = {}
-    env: dict[str, set[str]] = {}
-    inline: dict[str, int] = {}      # NAME=value before a command: how many commands it was set for
-    exported: set[str] = set()
-    n_cmds = 0
-    torch_missing = torch_import_error = None
-    last_cmd = -10 ** 9           # index of the last line that imported torch (python -c or the REPL)
+    sc = _Scan()
+    facts = sc.facts
     after_frame = False
     for i, line in enumerate(lines):
         s = line.strip().strip("`").strip()   # a line wrapped in inline-code backticks
@@ -355,79 +369,30 @@ def _parse_into(text: str, res: ParseResult, labels: bool = True) -> None:
             after_frame = True
             continue
         if "=" in s:
-            m = _ENV_SET.match(s)
-            if m and m.group("name").startswith(GPU_ENV_PREFIXES):
-                rest = m.group("rest").strip()
-                if not rest or rest.startswith(("#", ";", "&&", "python", "py ", "./", "bash", "sh ", "HIP_", "HSA_",
-                                                "ROCR_", "CUDA_", "AMD_", "PYTORCH_")) or _ENV_SET.match(rest):
-                    val = _scalar(m.group("val"))
-                    env.setdefault(m.group("name"), set()).add(val)
-                    names = [m.group("name")]
-                    # more assignments before the same command (A=1 B=2 python ...)
-                    for _ in range(16):       # at most 16 more (bounded work on a pathological line)
-                        if not rest or not _ENV_SET.match(rest):
-                            break
-                        m2 = _ENV_SET.match(rest)
-                        if not m2.group("name").startswith(GPU_ENV_PREFIXES):
-                            break
-                        env.setdefault(m2.group("name"), set()).add(_scalar(m2.group("val")))
-                        names.append(m2.group("name"))
-                        rest = m2.group("rest").strip()
-                    if rest.startswith(("python", "py ", "./", "bash", "sh ")):   # for this one command only
-                        for n in names:
-                            inline[n] = inline.get(n, 0) + 1
-                    else:
-                        exported.update(names)
-        cmd = _PY_C.search(s) if "-c" in s else None
-        repl = _REPL.match(s) if cmd is None else None
-        if repl and not s.startswith((">>>", "In [")) and _CODE_LEFT.sub("", _ANY_EXPR.sub("", s)):
-            repl = None           # 'torch.version.cuda: 12.1' is a label line, not a line of code
-        code = cmd.group("code") if cmd else repl.group("code") if repl else None
-        if code is not None:
-            if cmd is not None:
-                n_cmds += 1
-            if "import torch" in code:
-                last_cmd = i
-            if "torch." in code:
-                expected = _prints(code)[:8]
-                if any(expected):
-                    _read_outputs(lines, i + 1, expected, facts)
+            _env_line(s, sc.env)
+        if _code_line(lines, i, s, sc):
             continue
-        if _MISSING_TORCH.match(s) and i - last_cmd <= LOOKAHEAD:
-            window = "\n".join(lines[max(0, last_cmd - 2):i])
+        if _MISSING_TORCH.match(s) and i - sc.last_cmd <= LOOKAHEAD:
+            window = "\n".join(lines[max(0, sc.last_cmd - 2):i])
             if not any(mark in window for mark in _PIP_BUILD):
-                torch_missing = s
+                sc.torch_missing = s
             continue
-        if torch_import_error is None and i - last_cmd <= LOOKAHEAD and _TORCH_IMPORT_FAIL.match(s) \
+        if sc.torch_import_error is None and i - sc.last_cmd <= LOOKAHEAD and _TORCH_IMPORT_FAIL.match(s) \
                 and "No module named" not in s:
-            torch_import_error = s
+            sc.torch_import_error = s
         if labels and (":" in s or "=" in s or "?" in s):
             for _, got in _pairs(s):
                 if got[0] == "torch.device_names" and _CPU_NAME.search(str(got[1])):
                     continue
                 _put(facts, *got)
-    for name, values in env.items():
-        if name in inline and name not in exported and inline[name] < n_cmds:
-            res.notes.append(f"{name} is set for some of the commands in this paste only; it is left unknown")
-        elif len(values) == 1:
-            facts[f"env.{name}"] = next(iter(values))
-        else:
-            res.notes.append(f"{name} is set to different values in this paste ({', '.join(sorted(values))}); "
-                             "it is left unknown")
+    _env_facts(sc, res)
     for fact in sorted(facts.pop("_conflict", set())):
         res.notes.append(f"the paste holds runs that disagree on {fact}; it is left unknown")
         facts.pop(fact, None)
     nones = facts.pop("_none", set())
     if facts.pop("_hip_error", False):
         facts.setdefault("torch.build", "rocm")
-    torch_seen = any(k.startswith("torch.") for k in facts)
-    if torch_missing and not torch_seen:
-        facts["torch.installed"] = False
-        res.errors.append(torch_missing)
-    elif torch_import_error and not torch_seen:
-        facts["torch.installed"] = True
-        facts["torch.import_error"] = torch_import_error
-        res.errors.append(torch_import_error)
+    _torch_status(sc, res)
     if not facts and not nones:
         res.notes.append("no check-script values recognised (torch version, is_available, device count or name)")
         return
@@ -436,6 +401,81 @@ def _parse_into(text: str, res: ParseResult, labels: bool = True) -> None:
     if env_names:
         facts["env.set_names"] = env_names
     res.facts.update(facts)
+
+
+def _env_line(s: str, env: _EnvSeen) -> None:
+    """``export NAME=value``, ``NAME=value`` before a command (``A=1 B=2 python ...``), an ``env`` listing line."""
+    m = _ENV_SET.match(s)
+    if not m or not m.group("name").startswith(GPU_ENV_PREFIXES):
+        return
+    rest = m.group("rest").strip()
+    if not (not rest or rest.startswith(("#", ";", "&&", "python", "py ", "./", "bash", "sh ", "HIP_", "HSA_",
+                                         "ROCR_", "CUDA_", "AMD_", "PYTORCH_")) or _ENV_SET.match(rest)):
+        return
+    val = _scalar(m.group("val"))
+    env.values.setdefault(m.group("name"), set()).add(val)
+    names = [m.group("name")]
+    # more assignments before the same command (A=1 B=2 python ...)
+    for _ in range(16):       # at most 16 more (bounded work on a pathological line)
+        if not rest or not _ENV_SET.match(rest):
+            break
+        m2 = _ENV_SET.match(rest)
+        if not m2.group("name").startswith(GPU_ENV_PREFIXES):
+            break
+        env.values.setdefault(m2.group("name"), set()).add(_scalar(m2.group("val")))
+        names.append(m2.group("name"))
+        rest = m2.group("rest").strip()
+    if rest.startswith(("python", "py ", "./", "bash", "sh ")):   # for this one command only
+        for n in names:
+            env.inline[n] = env.inline.get(n, 0) + 1
+    else:
+        env.exported.update(names)
+
+
+def _code_line(lines: list[str], i: int, s: str, sc: _Scan) -> bool:
+    """A ``python -c`` command or a REPL line: the values its prints showed are read from the lines after it.
+    True when *s* was one."""
+    cmd = _PY_C.search(s) if "-c" in s else None
+    repl = _REPL.match(s) if cmd is None else None
+    if repl and not s.startswith((">>>", "In [")) and _CODE_LEFT.sub("", _ANY_EXPR.sub("", s)):
+        repl = None           # 'torch.version.cuda: 12.1' is a label line, not a line of code
+    code = cmd.group("code") if cmd else repl.group("code") if repl else None
+    if code is None:
+        return False
+    if cmd is not None:
+        sc.n_cmds += 1
+    if "import torch" in code:
+        sc.last_cmd = i
+    if "torch." in code:
+        expected = _prints(code)[:8]
+        if any(expected):
+            _read_outputs(lines, i + 1, expected, sc.facts)
+    return True
+
+
+def _env_facts(sc: _Scan, res: ParseResult) -> None:
+    env = sc.env
+    for name, values in env.values.items():
+        if name in env.inline and name not in env.exported and env.inline[name] < sc.n_cmds:
+            res.notes.append(f"{name} is set for some of the commands in this paste only; it is left unknown")
+        elif len(values) == 1:
+            sc.facts[f"env.{name}"] = next(iter(values))
+        else:
+            res.notes.append(f"{name} is set to different values in this paste ({', '.join(sorted(values))}); "
+                             "it is left unknown")
+
+
+def _torch_status(sc: _Scan, res: ParseResult) -> None:
+    """A failed ``import torch``: not installed, or installed and broken (only when no torch value was read)."""
+    facts = sc.facts
+    torch_seen = any(k.startswith("torch.") for k in facts)
+    if sc.torch_missing and not torch_seen:
+        facts["torch.installed"] = False
+        res.errors.append(sc.torch_missing)
+    elif sc.torch_import_error and not torch_seen:
+        facts["torch.installed"] = True
+        facts["torch.import_error"] = sc.torch_import_error
+        res.errors.append(sc.torch_import_error)
 
 
 def _derive(facts: dict[str, Any], nones: set[str] = frozenset()) -> None:

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 
-from .base import ParseResult, guarded_parse
+from .base import ParseResult, build_flavour, empty_input, guarded_parse, kernel_facts
 from .hipconfig import GPU_ENV_PREFIXES
 
 KIND = "collect_env"
@@ -126,21 +127,6 @@ def _norm_pkg(name: str) -> str:
     return name.strip().lower().replace("_", "-")
 
 
-def _flavour(version: str) -> str | None:
-    """Build flavour from a local version label: +rocm6.2 -> rocm, +cu121 -> cuda, +cpu -> cpu."""
-    _, plus, local = version.partition("+")
-    if not plus:
-        return None
-    local = local.lower()
-    if local.startswith("rocm"):
-        return "rocm"
-    if local.startswith("cu") and len(local) > 2 and local[2].isdigit():
-        return "cuda"
-    if local.startswith("cpu"):
-        return "cpu"
-    return None
-
-
 def detect(text: str) -> float:
     head = text[:400_000]
     hits = len(set(m.group(1) for m in _MARKER_RX.finditer(head)))
@@ -165,139 +151,178 @@ def parse(text: str) -> ParseResult:
 
 
 def _parse_into(text: str, res: ParseResult) -> None:
-    if not text or not text.strip():
-        res.notes.append("empty input")
+    if empty_input(text, res):
         return
-    # a collect_env report is a few kB; in a huge paste, read a window around where the report starts
+    text = _window(text, res)
+    sec = _scan(text.split("\n"))
+    if sec.in_traceback:
+        res.notes.append("a traceback in the output has no final exception line: truncated?")
+    build = _torch_facts(sec, res)
+    _gpu_facts(sec, build, res)
+    _os_facts(sec, res)
+    _cpu_facts(sec, res)
+    _package_facts(sec, res)
+    _env_facts(sec, res)
+    _notes(sec, res)
+    res.errors.extend(sec.errors)
+
+
+def _window(text: str, res: ParseResult) -> str:
+    """A collect_env report is a few kB; in a huge paste, read a window around where the report starts."""
     starts = [i for i in (text.find(m) for m in ("Collecting environment information", "PyTorch version:",
                                                  "Traceback (most recent call last)")) if i >= 0]
     begin = max(0, min(starts) - 20_000) if starts else 0
     if begin > 0 or len(text) - begin > WINDOW:
         res.notes.append(f"long input: only {WINDOW // 1_000_000} MB around the collect_env report were read")
         text = text[begin:begin + WINDOW]
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    lines = text.split("\n")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
-    values: dict[str, str] = {}
-    env: dict[str, str] = {}
-    gpu_lines: list[str] = []
-    pkg_lines: list[tuple[str, str]] = []
-    cpu_block: list[str] = []
-    errors: list[str] = []
-    seen_errors: set[str] = set()
 
-    def add_error(line: str) -> None:
-        if line not in seen_errors and len(errors) < MAX_ERRORS:
-            seen_errors.add(line)
-            errors.append(line)
+# --------------------------------------------------------------------------------------------------
+# the scanner: one pass over the lines, sorting them into sections
 
-    in_gpu = False
-    in_cpu = False
-    in_traceback = False
-    traceback_lines: list[str] = []
+
+@dataclass
+class _Sections:
+    values: dict[str, str] = field(default_factory=dict)        # "Key: value" lines, first one wins
+    env: dict[str, str] = field(default_factory=dict)           # GPU-related NAME=value lines
+    gpu_lines: list[str] = field(default_factory=list)          # "GPU n: NAME" (nvidia-smi -L)
+    pkg_lines: list[tuple[str, str]] = field(default_factory=list)  # ("pip3"|"conda"|"uv", spec)
+    cpu_block: list[str] = field(default_factory=list)          # the lscpu / wmic lines after "CPU:"
+    errors: list[str] = field(default_factory=list)
+    seen_errors: set[str] = field(default_factory=set)
+    in_gpu: bool = False
+    in_cpu: bool = False
+    in_traceback: bool = False
+    traceback_lines: list[str] = field(default_factory=list)
     torch_import_error: str | None = None
-    saw_libs_header = False
+    saw_libs_header: bool = False
 
+    def add_error(self, line: str) -> None:
+        if line not in self.seen_errors and len(self.errors) < MAX_ERRORS:
+            self.seen_errors.add(line)
+            self.errors.append(line)
+
+
+def _scan(lines: list[str]) -> _Sections:
+    sec = _Sections()
     for raw in lines:
         if len(raw) > 4000:  # a binary blob or a minified line: not collect_env text
             continue
         line = _QUOTE_PREFIX.sub("", raw, count=1).rstrip() if raw[:1] in " \t>" else raw.rstrip()
-
-        if line[:1] in ' \t"' and '":' in line:
-            jm = _JSON_LINE.match(line)
-            if jm and jm.group("key") in _JSON_KEYS:
-                jv = jm.group("val")
-                if jv.startswith('"'):
-                    try:
-                        jv = json.loads(jv)
-                    except ValueError:
-                        jv = None
-                    name = _JSON_KEYS[jm.group("key")]
-                    if isinstance(jv, str) and name not in values:
-                        if name == "gpu_models" and "GPU " in jv:
-                            gpu_lines.extend(g.strip() for g in jv.split("\n") if _GPU_LINE.match(g.strip()))
-                        values[name] = jv.split("\n", 1)[0].strip()
-                continue
-
+        if line[:1] in ' \t"' and '":' in line and _json_line(sec, line):
+            continue
         # a paste that lost its line breaks: "Collecting environment information...   PyTorch version: 2.7"
         cut = line.find("PyTorch version:")
         if cut > 0:
             line = line[cut:]
-
-        # tracebacks printed by collect_env itself (or by import torch inside it); users often
-        # paste only the last frames, starting at a 'File "..."' line
-        if line.startswith("Traceback (most recent call last)") or (
-            not in_traceback and line.startswith('File "') and ", line " in line
-        ):
-            in_traceback = True
-            traceback_lines = [line]
-            continue
-        if in_traceback:
-            if len(line) < 1000 and _EXC_LINE.match(line):
-                add_error(line)
-                tb = "\n".join(traceback_lines)
-                if "import torch" in tb or "torch/__init__.py" in tb or "torch\\__init__.py" in tb:
-                    torch_import_error = line
-                in_traceback = False
-            else:
-                traceback_lines.append(line)
+        if _traceback_line(sec, line):
             continue
         if "Warning: " in line and len(line) < 1000 and _WARN_LINE.search(line):
-            add_error(line.strip())
-
-        if in_gpu:
-            m = _GPU_LINE.match(line)
-            if m:
-                gpu_lines.append(line)
-                continue
-            if line == "":
-                if gpu_lines:
-                    in_gpu = False
-                continue
-            in_gpu = False  # fall through: this line is the next key
-
-        if line == "CPU:" or line == "CPU Info":  # "CPU Info" is the banner of vLLM's 2025 layout
-            in_cpu = True
+            sec.add_error(line.strip())
+        if sec.in_gpu and _gpu_continuation(sec, line):
             continue
-        if "=" in line and not in_cpu:
-            m = _ENV_LINE.match(line)
-            if m and m.group(1).startswith(GPU_ENV_PREFIXES):
-                env.setdefault(m.group(1), m.group(2))
-                continue
-        if line.startswith("Versions of relevant libraries"):
-            in_cpu = False
-            saw_libs_header = True
-            continue
+        _section_line(sec, line)
+    return sec
 
-        m = _PKG_LINE.match(line)
-        if m:
-            pkg_lines.append((m.group(1), m.group(2).strip()))
-            continue
 
-        key, sep, value = line.partition(":")
-        k = key.strip().lower()
-        if sep and k in _KEYS and not in_cpu:
-            name = _KEYS[k]
-            # a copy that joined lines with runs of spaces: keep only the first field
-            value = _WIDE_GAP.split(value.strip(), 1)[0]
-            if name not in values:
-                values[name] = value
-            if name == "gpu_models":
-                if value == "":
-                    in_gpu = True
-                elif _GPU_LINE.match(value):
-                    gpu_lines.append(value)
-                    in_gpu = True
-            continue
-        if in_cpu:
-            cpu_block.append(line)
+def _json_line(sec: _Sections, line: str) -> bool:
+    """A ``"key": value`` line of the JSON form of the report; True when it was one of its keys."""
+    jm = _JSON_LINE.match(line)
+    if not jm or jm.group("key") not in _JSON_KEYS:
+        return False
+    jv = jm.group("val")
+    if jv.startswith('"'):
+        try:
+            jv = json.loads(jv)
+        except ValueError:
+            jv = None
+        name = _JSON_KEYS[jm.group("key")]
+        if isinstance(jv, str) and name not in sec.values:
+            if name == "gpu_models" and "GPU " in jv:
+                sec.gpu_lines.extend(g.strip() for g in jv.split("\n") if _GPU_LINE.match(g.strip()))
+            sec.values[name] = jv.split("\n", 1)[0].strip()
+    return True
 
-    if in_traceback:
-        res.notes.append("a traceback in the output has no final exception line: truncated?")
 
-    facts = res.facts
+def _traceback_line(sec: _Sections, line: str) -> bool:
+    """Tracebacks printed by collect_env itself (or by import torch inside it); users often paste only the last
+    frames, starting at a 'File "..."' line.  True when the line belongs to one."""
+    if line.startswith("Traceback (most recent call last)") or (
+        not sec.in_traceback and line.startswith('File "') and ", line " in line
+    ):
+        sec.in_traceback = True
+        sec.traceback_lines = [line]
+        return True
+    if not sec.in_traceback:
+        return False
+    if len(line) < 1000 and _EXC_LINE.match(line):
+        sec.add_error(line)
+        tb = "\n".join(sec.traceback_lines)
+        if "import torch" in tb or "torch/__init__.py" in tb or "torch\\__init__.py" in tb:
+            sec.torch_import_error = line
+        sec.in_traceback = False
+    else:
+        sec.traceback_lines.append(line)
+    return True
 
-    # --- torch itself ---------------------------------------------------------------------
+
+def _gpu_continuation(sec: _Sections, line: str) -> bool:
+    """The lines under "GPU models and configuration:"; False (and the block closed) at the next key."""
+    if _GPU_LINE.match(line):
+        sec.gpu_lines.append(line)
+        return True
+    if line == "":
+        if sec.gpu_lines:
+            sec.in_gpu = False
+        return True
+    sec.in_gpu = False  # fall through: this line is the next key
+    return False
+
+
+def _section_line(sec: _Sections, line: str) -> None:
+    if line == "CPU:" or line == "CPU Info":  # "CPU Info" is the banner of vLLM's 2025 layout
+        sec.in_cpu = True
+        return
+    if "=" in line and not sec.in_cpu:
+        m = _ENV_LINE.match(line)
+        if m and m.group(1).startswith(GPU_ENV_PREFIXES):
+            sec.env.setdefault(m.group(1), m.group(2))
+            return
+    if line.startswith("Versions of relevant libraries"):
+        sec.in_cpu = False
+        sec.saw_libs_header = True
+        return
+    m = _PKG_LINE.match(line)
+    if m:
+        sec.pkg_lines.append((m.group(1), m.group(2).strip()))
+        return
+    key, sep, value = line.partition(":")
+    k = key.strip().lower()
+    if sep and k in _KEYS and not sec.in_cpu:
+        name = _KEYS[k]
+        # a copy that joined lines with runs of spaces: keep only the first field
+        value = _WIDE_GAP.split(value.strip(), 1)[0]
+        if name not in sec.values:
+            sec.values[name] = value
+        if name == "gpu_models":
+            if value == "":
+                sec.in_gpu = True
+            elif _GPU_LINE.match(value):
+                sec.gpu_lines.append(value)
+                sec.in_gpu = True
+        return
+    if sec.in_cpu:
+        sec.cpu_block.append(line)
+
+
+# --------------------------------------------------------------------------------------------------
+# the extractors: one fact group each, from the sections
+
+
+def _torch_facts(sec: _Sections, res: ParseResult) -> str | None:
+    """torch itself; returns the build flavour ("rocm", "cuda", "cpu" or None)."""
+    facts, values = res.facts, sec.values
     tv = values.get("torch_version")
     if _known(tv):
         facts["torch.version"] = tv
@@ -312,7 +337,7 @@ def _parse_into(text: str, res: ParseResult) -> None:
     if _known(cuda_c) and _NUMERIC_VERSION.match(cuda_c):
         facts["torch.cuda_version"] = cuda_c
 
-    build = _flavour(tv) if _known(tv) else None
+    build = build_flavour(tv) if _known(tv) else None
     if build is None and _known(tv):
         if _known(hip_c):
             build = "rocm"
@@ -327,54 +352,68 @@ def _parse_into(text: str, res: ParseResult) -> None:
     ca = _bool(values.get("cuda_available"))
     if ca is not None:
         facts["torch.cuda_available"] = ca
+    if sec.torch_import_error:
+        facts["torch.import_error"] = sec.torch_import_error
+    return build
 
-    if torch_import_error:
-        facts["torch.import_error"] = torch_import_error
 
-    # --- GPUs -----------------------------------------------------------------------------------
+def _gpu_facts(sec: _Sections, build: str | None, res: ParseResult) -> None:
+    facts, values = res.facts, sec.values
     gm = values.get("gpu_models")
-    if gpu_lines:
-        names = []
-        for gl in gpu_lines:
-            m = _GPU_LINE.match(gl)
-            if m:
-                name = m.group(2).strip()
-                head, sep, _ = name.partition(" (UUID: ")
-                names.append(head.strip() if sep else name)
-        if names:
-            facts["gpu.names"] = names
-            facts["gpu.count"] = len(names)
-            facts["gpu.vendors"] = ["nvidia"]
+    if sec.gpu_lines:
+        _nvidia_gpu_names(sec.gpu_lines, facts)
     elif _known(gm):
-        name = gm.strip()
-        m = _GFX.match(name)
-        gfx = None
-        if m:
-            name, arch = m.group(1).strip(), m.group(2)
-            gfx = arch.split(":", 1)[0]
-            facts["torch.gcn_arch_names"] = [arch]
-            facts["gpu.gfx_targets"] = [gfx]
-            if ":xnack+" in arch:
-                facts["gpu.xnack_enabled"] = True
-        if name.endswith("NoGCNArchNameOnOldPyTorch"):
-            name = name[: -len("NoGCNArchNameOnOldPyTorch")].strip()
-            res.notes.append("this torch build does not report the gfx target (NoGCNArchNameOnOldPyTorch)")
-        if name:
-            facts["gpu.names"] = [name]
-            facts["torch.device_names"] = [name]
-        if gfx is not None or build == "rocm":
-            facts["gpu.vendors"] = ["amd"]
-        res.notes.append("collect_env shows only the first GPU torch sees; the GPU count is not established")
+        _torch_gpu_name(gm, build, res)
 
     nd = values.get("nvidia_driver")
     if _known(nd) and _NUMERIC_VERSION.match(nd):
         facts["nvidia.driver_version"] = nd.split()[0]
-
     hr = values.get("hip_runtime")
     if _known(hr) and _NUMERIC_VERSION.match(hr):
         facts["hip.runtime_version"] = hr
 
-    # --- OS and Python ------------------------------------------------------------------------------
+
+def _nvidia_gpu_names(gpu_lines: list[str], facts: dict) -> None:
+    """``GPU n: NAME (UUID: ...)`` lines, from ``nvidia-smi -L``: every GPU, always NVIDIA."""
+    names = []
+    for gl in gpu_lines:
+        m = _GPU_LINE.match(gl)
+        if m:
+            name = m.group(2).strip()
+            head, sep, _ = name.partition(" (UUID: ")
+            names.append(head.strip() if sep else name)
+    if names:
+        facts["gpu.names"] = names
+        facts["gpu.count"] = len(names)
+        facts["gpu.vendors"] = ["nvidia"]
+
+
+def _torch_gpu_name(gm: str, build: str | None, res: ParseResult) -> None:
+    """``name (gcnArchName)`` of device 0, what a working ROCm torch prints."""
+    facts = res.facts
+    name = gm.strip()
+    m = _GFX.match(name)
+    gfx = None
+    if m:
+        name, arch = m.group(1).strip(), m.group(2)
+        gfx = arch.split(":", 1)[0]
+        facts["torch.gcn_arch_names"] = [arch]
+        facts["gpu.gfx_targets"] = [gfx]
+        if ":xnack+" in arch:
+            facts["gpu.xnack_enabled"] = True
+    if name.endswith("NoGCNArchNameOnOldPyTorch"):
+        name = name[: -len("NoGCNArchNameOnOldPyTorch")].strip()
+        res.notes.append("this torch build does not report the gfx target (NoGCNArchNameOnOldPyTorch)")
+    if name:
+        facts["gpu.names"] = [name]
+        facts["torch.device_names"] = [name]
+    if gfx is not None or build == "rocm":
+        facts["gpu.vendors"] = ["amd"]
+    res.notes.append("collect_env shows only the first GPU torch sees; the GPU count is not established")
+
+
+def _os_facts(sec: _Sections, res: ParseResult) -> None:
+    facts, values = res.facts, sec.values
     osv = values.get("os")
     if _known(osv):
         facts["os.name"] = _ARCH_SUFFIX.sub("", osv).strip()
@@ -387,14 +426,13 @@ def _parse_into(text: str, res: ParseResult) -> None:
     if _known(pp):
         m = _LINUX_PLATFORM.match(pp)
         if m:
-            kernel = m.group(1)
-            facts["os.kernel"] = kernel
-            if "microsoft" in kernel.lower() and "wsl" in kernel.lower():
-                facts["container.kind"] = "wsl"
-                facts["container.present"] = True
+            kernel_facts(m.group(1), facts)
 
-    # --- CPU block (lscpu on Linux, wmic-like on Windows) ---------------------------------------------
-    for cl in cpu_block:
+
+def _cpu_facts(sec: _Sections, res: ParseResult) -> None:
+    """The CPU block: lscpu on Linux, wmic-like on Windows."""
+    facts = res.facts
+    for cl in sec.cpu_block:
         key, sep, value = cl.partition(":")
         if not sep:
             key, sep, value = cl.partition("=")  # old Windows "Name=Intel(R) ..."
@@ -409,68 +447,84 @@ def _parse_into(text: str, res: ParseResult) -> None:
         elif k == "CPU(s)" and v.isdigit() and "host.cpu_count" not in facts:
             facts["host.cpu_count"] = int(v)
 
-    # --- packages -------------------------------------------------------------------------------------
+
+def _package_facts(sec: _Sections, res: ParseResult) -> None:
+    """The ``[pip3]`` / ``[conda]`` lines under "Versions of relevant libraries", and vLLM's own version line."""
+    facts = res.facts
     torch_dists: list[str] = []
     pip_torch_seen = False
     nvidia_wheels: list[str] = []
     pkg_from_pip: set[str] = set()
-    for tool, spec in pkg_lines:
-        if tool == "conda":
-            parts = spec.split()
-            if len(parts) < 2:
-                continue
-            name, version = _norm_pkg(parts[0]), parts[1]
-            if name == "pytorch":
-                name = "torch"
-        else:
-            m = _PIP_REQ.match(spec)
-            if not m:
-                continue
-            name, version = _norm_pkg(m.group(1)), m.group(2)
-            if name in _TORCH_DISTS:
-                pip_torch_seen = True
-                torch_dists.append(f"{name}=={version}")
+    for tool, spec in sec.pkg_lines:
+        got = _package(tool, spec)
+        if got is None:
+            continue
+        name, version = got
+        if tool != "conda" and name in _TORCH_DISTS:
+            pip_torch_seen = True
+            torch_dists.append(f"{name}=={version}")
         fact = _PKG_FACTS.get(name)
         if fact and (tool != "conda" or fact not in pkg_from_pip):
             if tool != "conda":
                 pkg_from_pip.add(fact)
-            facts[fact] = version
-            if fact == "pkg.vllm":
-                fl = _flavour(version)
-                if fl:
-                    facts["pkg.vllm_build"] = fl
+            _set_package(facts, fact, version)
         if _NVIDIA_WHEEL.match(name) and name not in nvidia_wheels:
             nvidia_wheels.append(name)
         if name == "torch" and tool == "conda" and "torch.installed" not in facts and version:
             facts["torch.installed"] = True
-    vv = values.get("vllm_version")
+    vv = sec.values.get("vllm_version")
     vv = vv.split()[0] if vv and vv.split() else vv  # "0.9.1.dev325+g9d880f594 (git sha: 9d880f594)"
     if _known(vv) and _NUMERIC_VERSION.match(vv) and "pkg.vllm" not in facts:
-        facts["pkg.vllm"] = vv
-        fl = _flavour(vv)
-        if fl:
-            facts["pkg.vllm_build"] = fl
+        _set_package(facts, "pkg.vllm", vv)
     if nvidia_wheels:
         facts["pkg.nvidia_wheels"] = nvidia_wheels
     if len(set(torch_dists)) >= 2:
         facts["pkg.torch_duplicates"] = sorted(set(torch_dists))
+    tv = sec.values.get("torch_version")
     if pip_torch_seen:
         facts["torch.installed"] = True
-    elif tv is not None and tv.strip().lower() == "n/a" and saw_libs_header and any(t != "conda" for t, _ in pkg_lines):
+    elif (tv is not None and tv.strip().lower() == "n/a" and sec.saw_libs_header
+          and any(t != "conda" for t, _ in sec.pkg_lines)):
         facts["torch.installed"] = False
 
-    for k, v in env.items():
-        facts[f"env.{k}"] = v
-    if env:
-        facts["env.set_names"] = sorted(env)
 
-    # --- plain-language notes -------------------------------------------------------------------------
+def _package(tool: str, spec: str) -> tuple[str, str] | None:
+    """(normalised name, version) of one package line; None when it has no version."""
+    if tool == "conda":
+        parts = spec.split()
+        if len(parts) < 2:
+            return None
+        name, version = _norm_pkg(parts[0]), parts[1]
+        return ("torch" if name == "pytorch" else name), version
+    m = _PIP_REQ.match(spec)
+    if not m:
+        return None
+    return _norm_pkg(m.group(1)), m.group(2)
+
+
+def _set_package(facts: dict, fact: str, version: str) -> None:
+    facts[fact] = version
+    if fact == "pkg.vllm":
+        fl = build_flavour(version)
+        if fl:
+            facts["pkg.vllm_build"] = fl
+
+
+def _env_facts(sec: _Sections, res: ParseResult) -> None:
+    for k, v in sec.env.items():
+        res.facts[f"env.{k}"] = v
+    if sec.env:
+        res.facts["env.set_names"] = sorted(sec.env)
+
+
+def _notes(sec: _Sections, res: ParseResult) -> None:
+    """Plain-language notes on what the paste lacks."""
+    values, errors = sec.values, sec.errors
     if "torch_version" not in values and values:
         res.notes.append("no 'PyTorch version' line: the beginning of the output is missing?")
-    if "torch_version" in values and not saw_libs_header and not errors:
+    if "torch_version" in values and not sec.saw_libs_header and not errors:
         res.notes.append("output ends before 'Versions of relevant libraries': truncated?")
     if not values and not errors:
         res.notes.append("no collect_env lines recognised")
     if not values and errors:
         res.notes.append(f"collect_env itself failed before printing its report: {errors[-1]}")
-    res.errors.extend(errors)

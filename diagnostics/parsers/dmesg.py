@@ -19,8 +19,9 @@ Only the standard library; lines are filtered by substring before any (anchored,
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
-from .base import ParseResult, guarded_parse
+from .base import ParseResult, empty_input, guarded_parse, kernel_facts
 
 KIND = "dmesg"
 
@@ -123,145 +124,165 @@ def parse(text: str) -> ParseResult:
     return guarded_parse(KIND, text, _parse_into, "dmesg")
 
 
+@dataclass
+class _Log:
+    """What the line scan collects besides the facts it can set at once."""
+    errors: list[str] = field(default_factory=list)
+    seen_err: set[str] = field(default_factory=set)
+    checked: set[str] = field(default_factory=set)  # lines already tested for error markers (pastes repeat lines a lot)
+    ids: list[str] = field(default_factory=list)
+    id_by_addr: dict[str, str] = field(default_factory=dict)
+    vram: list[tuple[int, int | None]] = field(default_factory=list)  # (vram MiB, gtt MiB)
+    amdgpu_loaded: bool = False
+    amdgpu_failed_init: bool = False
+    atomics_rejected: bool = False
+
+    def add_error(self, line: str) -> None:
+        if line not in self.seen_err:
+            self.seen_err.add(line)
+            self.errors.append(line)
+
+
 def _parse_into(text: str, res: ParseResult) -> None:
-    if not text or not text.strip():
-        res.notes.append("empty input")
+    if empty_input(text, res):
         return
     facts = res.facts
-    errors: list[str] = []
-    seen_err: set[str] = set()
-    checked: set[str] = set()  # lines already tested for error markers (pastes repeat lines a lot)
-    ids: list[str] = []
-    id_by_addr: dict[str, str] = {}
-    vram: list[tuple[int, int | None]] = []  # (vram MiB, gtt MiB)
-    amdgpu_loaded = False
-    amdgpu_failed_init = False
-    atomics_rejected = False
-    n_lines = 0
-
+    log = _Log()
     for raw in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        n_lines += 1
         if len(raw) > MAX_LINE or not raw.strip():
             continue
-        msg = raw  # every pattern below searches inside the line, so prefixes need not be removed
         if raw.startswith(_TOOL_ERRORS):
             # the reading tool's own failure, e.g. "dmesg: read kernel buffer failed: Operation not permitted"
-            line = raw.strip()
-            if line not in seen_err:
-                seen_err.add(line)
-                errors.append(line)
+            log.add_error(raw.strip())
             if "Operation not permitted" in raw:
                 res.notes.append("the kernel log is restricted to root here (kernel.dmesg_restrict=1): "
                                  "run 'sudo dmesg' or 'journalctl -k' as a member of the adm/systemd-journal group")
             continue
+        # every pattern below searches inside the line, so prefixes need not be removed
+        _boot_line(raw, facts)
+        _amdgpu_line(raw, log, facts)
+        _other_driver_line(raw, facts)
+        if len(log.errors) < MAX_ERRORS and raw not in log.checked:
+            if len(log.checked) < 500_000:
+                log.checked.add(raw)
+            if _ERROR_RX.search(raw):
+                log.add_error(raw.strip())
+    _amdgpu_facts(log, res)
+    _blacklist_fact(facts)
+    _notes(log, res)
+    res.errors.extend(log.errors)
 
-        if "Linux version " in msg and "os.kernel" not in facts:
-            m = _LINUX_VERSION.search(msg)
-            if m:
-                kernel = m.group(1)
-                facts["os.kernel"] = kernel
-                if "microsoft" in kernel.lower() and "wsl" in kernel.lower():
-                    facts["container.kind"] = "wsl"
-                    facts["container.present"] = True
-        if "ommand line: " in msg and "os.kernel_cmdline" not in facts:
-            m = _CMDLINE.search(msg)
-            if m:
-                facts["os.kernel_cmdline"] = m.group(1).strip()
-        if "ecure boot" in msg or "secureboot:" in msg:
-            low = msg.lower()
-            if "secure boot enabled" in low:
-                facts["os.secure_boot"] = True
-            elif "secure boot disabled" in low:
-                facts["os.secure_boot"] = False
-        if "Kernel is locked down from EFI Secure Boot" in msg or "Lockdown: " in msg and "Secure Boot" in msg:
+
+def _boot_line(msg: str, facts: dict) -> None:
+    """The kernel release, its command line and Secure Boot."""
+    if "Linux version " in msg and "os.kernel" not in facts:
+        m = _LINUX_VERSION.search(msg)
+        if m:
+            kernel_facts(m.group(1), facts)
+    if "ommand line: " in msg and "os.kernel_cmdline" not in facts:
+        m = _CMDLINE.search(msg)
+        if m:
+            facts["os.kernel_cmdline"] = m.group(1).strip()
+    if "ecure boot" in msg or "secureboot:" in msg:
+        low = msg.lower()
+        if "secure boot enabled" in low:
             facts["os.secure_boot"] = True
+        elif "secure boot disabled" in low:
+            facts["os.secure_boot"] = False
+    if "Kernel is locked down from EFI Secure Boot" in msg or "Lockdown: " in msg and "Secure Boot" in msg:
+        facts["os.secure_boot"] = True
 
-        if "amdgpu" in msg or "kfd" in msg:
-            if "amdgpu kernel modesetting enabled" in msg or "[drm] Initialized amdgpu" in msg:
-                amdgpu_loaded = True
-            if "amdgpu version:" in msg and "driver.amdgpu_version" not in facts:
-                m = _AMDGPU_VERSION.search(msg)
-                if m:
-                    facts["driver.amdgpu_version"] = m.group(1)
-            if "PCI rejects atomics" in msg:
-                atomics_rejected = True
-            if "Fatal error during GPU init" in msg:
-                amdgpu_failed_init = True
-            if "added device" in msg:
-                m = _KFD_ADDED.search(msg)
-                if m:
-                    pid = "0x" + m.group(2).lower()
-                    if pid not in ids:
-                        ids.append(pid)
-        if "initializing kernel modesetting" in msg:  # old kernels print it as "[drm] ..." only
-            m = _KMS.search(msg)
+
+def _amdgpu_line(msg: str, log: _Log, facts: dict) -> None:
+    """amdgpu and kfd: loaded, version, atomics, failed init, the GPUs' PCI ids, VRAM and GTT."""
+    if "amdgpu" in msg or "kfd" in msg:
+        if "amdgpu kernel modesetting enabled" in msg or "[drm] Initialized amdgpu" in msg:
+            log.amdgpu_loaded = True
+        if "amdgpu version:" in msg and "driver.amdgpu_version" not in facts:
+            m = _AMDGPU_VERSION.search(msg)
+            if m:
+                facts["driver.amdgpu_version"] = m.group(1)
+        if "PCI rejects atomics" in msg:
+            log.atomics_rejected = True
+        if "Fatal error during GPU init" in msg:
+            log.amdgpu_failed_init = True
+        if "added device" in msg:
+            m = _KFD_ADDED.search(msg)
             if m:
                 pid = "0x" + m.group(2).lower()
-                a = _PCI_ADDR.search(msg)
-                id_by_addr.setdefault(a.group(1) if a else f"#{len(id_by_addr)}", pid)
-                if pid not in ids:
-                    ids.append(pid)
-        if "amdgpu" in msg and "memory ready" in msg:
-            if "of VRAM memory ready" in msg:
-                m = _VRAM.search(msg)
-                if m:
-                    vram.append((int(m.group(1)), None))
-            elif "of GTT memory ready" in msg and vram and vram[-1][1] is None:
-                m = _GTT.search(msg)
-                if m:
-                    vram[-1] = (vram[-1][0], int(m.group(1)))
-
-        if "NVRM: loading NVIDIA" in msg:
-            m = _NVRM.search(msg)
-            facts["driver.nvidia_loaded"] = True
-            if m and "nvidia.driver_version" not in facts:
-                facts["nvidia.driver_version"] = m.group(1)
-        if "smpboot: CPU0: " in msg and "host.cpu_model" not in facts:
-            m = _CPU0.search(msg)
+                if pid not in log.ids:
+                    log.ids.append(pid)
+    if "initializing kernel modesetting" in msg:  # old kernels print it as "[drm] ..." only
+        m = _KMS.search(msg)
+        if m:
+            pid = "0x" + m.group(2).lower()
+            a = _PCI_ADDR.search(msg)
+            log.id_by_addr.setdefault(a.group(1) if a else f"#{len(log.id_by_addr)}", pid)
+            if pid not in log.ids:
+                log.ids.append(pid)
+    if "amdgpu" in msg and "memory ready" in msg:
+        vram = log.vram
+        if "of VRAM memory ready" in msg:
+            m = _VRAM.search(msg)
             if m:
-                facts["host.cpu_model"] = m.group(1).strip()
+                vram.append((int(m.group(1)), None))
+        elif "of GTT memory ready" in msg and vram and vram[-1][1] is None:
+            m = _GTT.search(msg)
+            if m:
+                vram[-1] = (vram[-1][0], int(m.group(1)))
 
-        if len(errors) < MAX_ERRORS and raw not in checked:
-            if len(checked) < 500_000:
-                checked.add(raw)
-            if _ERROR_RX.search(msg):
-                line = raw.strip()
-                if line not in seen_err:
-                    seen_err.add(line)
-                    errors.append(line)
 
-    if amdgpu_loaded:
+def _other_driver_line(msg: str, facts: dict) -> None:
+    """The NVIDIA module and the CPU's name."""
+    if "NVRM: loading NVIDIA" in msg:
+        m = _NVRM.search(msg)
+        facts["driver.nvidia_loaded"] = True
+        if m and "nvidia.driver_version" not in facts:
+            facts["nvidia.driver_version"] = m.group(1)
+    if "smpboot: CPU0: " in msg and "host.cpu_model" not in facts:
+        m = _CPU0.search(msg)
+        if m:
+            facts["host.cpu_model"] = m.group(1).strip()
+
+
+def _amdgpu_facts(log: _Log, res: ParseResult) -> None:
+    facts = res.facts
+    if log.amdgpu_loaded:
         facts["driver.amdgpu_loaded"] = True
-    if atomics_rejected:
+    if log.atomics_rejected:
         facts["gpu.pcie_atomics"] = False
-    if ids:
-        facts["pci.amd_gpu_ids"] = ids
-    if vram:
-        best = max(vram, key=lambda t: t[0])
+    if log.ids:
+        facts["pci.amd_gpu_ids"] = log.ids
+    if log.vram:
+        best = max(log.vram, key=lambda t: t[0])
         facts["gpu.vram_total_bytes"] = best[0] * 1024 * 1024
         if best[1] is not None:
             facts["gpu.gtt_total_bytes"] = best[1] * 1024 * 1024
-        if len(vram) > 1:
-            res.notes.append(f"{len(vram)} amdgpu devices report VRAM; the largest is kept")
+        if len(log.vram) > 1:
+            res.notes.append(f"{len(log.vram)} amdgpu devices report VRAM; the largest is kept")
 
+
+def _blacklist_fact(facts: dict) -> None:
+    """driver.amdgpu_blacklisted from the kernel command line."""
     cmd = facts.get("os.kernel_cmdline")
-    if isinstance(cmd, str):
-        tokens = cmd.split()
-        blk = False
-        for t in tokens:
-            if t == "nomodeset" or t in ("amdgpu.modeset=0", "amdgpu.modeset=false"):
-                blk = True
-            elif (t.startswith("modprobe.blacklist=") or t.startswith("module_blacklist=")) and "amdgpu" in t.split("=", 1)[1].split(","):
-                blk = True
-        if blk:
-            facts["driver.amdgpu_blacklisted"] = True
+    if not isinstance(cmd, str):
+        return
+    blk = False
+    for t in cmd.split():
+        if t == "nomodeset" or t in ("amdgpu.modeset=0", "amdgpu.modeset=false"):
+            blk = True
+        elif (t.startswith("modprobe.blacklist=") or t.startswith("module_blacklist=")) and "amdgpu" in t.split("=", 1)[1].split(","):
+            blk = True
+    if blk:
+        facts["driver.amdgpu_blacklisted"] = True
 
-    if amdgpu_failed_init:
+
+def _notes(log: _Log, res: ParseResult) -> None:
+    if log.amdgpu_failed_init:
         res.notes.append("amdgpu found the GPU but its initialisation failed ('Fatal error during GPU init')")
-    if atomics_rejected:
+    if log.atomics_rejected:
         res.notes.append("kfd skipped a GPU because the PCIe path rejects atomics: ROCm cannot use that GPU")
-    if not facts and not errors:
+    if not res.facts and not log.errors:
         res.notes.append("no kernel messages about the GPU stack were recognised")
-    if len(errors) >= MAX_ERRORS:
+    if len(log.errors) >= MAX_ERRORS:
         res.notes.append(f"more than {MAX_ERRORS} error lines; only the first {MAX_ERRORS} are kept")
-    res.errors.extend(errors)

@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from ..textnorm import clean_log
-from .base import ParseResult, guarded_parse
+from .base import ParseResult, build_flavour, guarded_parse
 
 KIND = "hf_env"
 MAX_LINES = 20_000
@@ -33,20 +33,6 @@ _LINUX_KERNEL = re.compile(r"^Linux-(.+?)-(?:x86_64|aarch64|ppc64le|s390x|armv7l
 _PYVER = re.compile(r"^(\d+\.\d+(?:\.\d+)?)")
 _PKG = {"transformers": "pkg.transformers", "accelerate": "pkg.accelerate", "bitsandbytes": "pkg.bitsandbytes"}
 _NOT_A_GPU = {"", "n/a", "na", "none", "not available", "<fill in>", "cpu"}
-
-
-def _flavour(version: str) -> str | None:
-    _, plus, local = version.partition("+")
-    local = local.lower()
-    if not plus:
-        return None
-    if local.startswith("rocm"):
-        return "rocm"
-    if local.startswith("cu") and local[2:3].isdigit():
-        return "cuda"
-    if local.startswith("cpu"):
-        return "cpu"
-    return None
 
 
 def detect(text: str) -> float:
@@ -96,7 +82,7 @@ def _parse_into(text: str, res: ParseResult) -> None:
                 continue
             facts.setdefault("torch.version", v.group("ver"))
             facts["torch.installed"] = True
-            build = _flavour(v.group("ver"))
+            build = build_flavour(v.group("ver"))
             if build:
                 facts.setdefault("torch.build", build)
             flag = v.group("flag").strip().lower()

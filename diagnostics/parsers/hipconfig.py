@@ -15,8 +15,9 @@ Only the standard library; every pattern is anchored and linear.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
-from .base import ParseResult, guarded_parse
+from .base import ParseResult, empty_input, guarded_parse
 
 KIND = "hipconfig"
 
@@ -72,102 +73,133 @@ def parse(text: str) -> ParseResult:
 
 
 def _parse_into(text: str, res: ParseResult) -> None:
-    if not text or not text.strip():
-        res.notes.append("empty input")
+    if empty_input(text, res):
         return
+    text = _window(text, res)
+    if _one_value(text.strip(), res):
+        return
+    sec = _scan(text.split("\n"))
+    hv = sec.values.get("hip_version")
+    _hip_facts(sec, res)
+    _host_facts(sec, res)
+    _env_facts(sec, res)
+    if not res.facts and not sec.errors:
+        res.notes.append("no hipconfig lines recognised")
+    if hv and not sec.saw_header and "HIP_PATH" not in sec.values:
+        res.notes.append("only the version line is present: output cut after the first line?")
+    if sec.saw_header and "HIP_PLATFORM" not in sec.values:
+        res.notes.append("the hipconfig section has no HIP_PLATFORM line: truncated?")
+    res.errors.extend(sec.errors)
+
+
+def _window(text: str, res: ParseResult) -> str:
     starts = [i for i in (text.find(m) for m in ("HIP version", "== hipconfig", "==hipconfig")) if i >= 0]
     begin = max(0, min(starts) - 10_000) if starts else 0
     if begin > 0 or len(text) - begin > WINDOW:
         res.notes.append(f"long input: only {WINDOW // 1_000_000} MB around the hipconfig report were read")
         text = text[begin:begin + WINDOW]
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _one_value(stripped: str, res: ParseResult) -> bool:
+    """The one-value options (--version, --platform, --rocmpath / --path); True when the text was one."""
+    if "\n" in stripped or len(stripped) >= 300:
+        return False
     facts = res.facts
-    stripped = text.strip()
-
-    # --- the one-value options -----------------------------------------------------------------------
-    if "\n" not in stripped and len(stripped) < 300:
-        m = _BARE_VERSION.match(stripped)
+    m = _BARE_VERSION.match(stripped)
+    if m:
+        facts["hip.runtime_version"] = m.group(1)
+        res.notes.append("a bare version string: taken as the output of 'hipconfig --version'")
+        return True
+    if stripped.lower() in _PLATFORMS:
+        facts["hip.platform"] = _PLATFORMS[stripped.lower()]
+        res.notes.append("a bare platform name: taken as the output of 'hipconfig --platform'")
+        return True
+    if _BARE_ROCM_PATH.match(stripped):
+        facts["rocm.path"] = stripped.rstrip("/") or "/"
+        m = _ROCM_DIR.search(stripped)
         if m:
-            facts["hip.runtime_version"] = m.group(1)
-            res.notes.append("a bare version string: taken as the output of 'hipconfig --version'")
-            return
-        if stripped.lower() in _PLATFORMS:
-            facts["hip.platform"] = _PLATFORMS[stripped.lower()]
-            res.notes.append("a bare platform name: taken as the output of 'hipconfig --platform'")
-            return
-        if _BARE_ROCM_PATH.match(stripped):
-            facts["rocm.path"] = stripped.rstrip("/") or "/"
-            m = _ROCM_DIR.search(stripped)
-            if m:
-                facts["rocm.version"] = m.group(1)
-            res.notes.append("a bare path: taken as the output of 'hipconfig --rocmpath'")
-            return
+            facts["rocm.version"] = m.group(1)
+        res.notes.append("a bare path: taken as the output of 'hipconfig --rocmpath'")
+        return True
+    return False
 
-    values: dict[str, str] = {}
-    env: dict[str, str] = {}
-    errors: list[str] = []
-    seen: set[str] = set()
-    section = ""
-    clang_version = None
-    kernel = None
-    distro = None
-    saw_header = False
 
-    for raw in text.split("\n"):
+@dataclass
+class _Sections:
+    values: dict[str, str] = field(default_factory=dict)   # KEY : value lines (and "hip_version"), first wins
+    env: dict[str, str] = field(default_factory=dict)      # === Environment Variables
+    errors: list[str] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    section: str = ""
+    clang_version: str | None = None
+    kernel: str | None = None                              # == Linux Kernel
+    distro: str | None = None
+    saw_header: bool = False
+
+
+def _scan(lines: list[str]) -> _Sections:
+    sec = _Sections()
+    for raw in lines:
         line = raw.rstrip()
         if len(line) > 8000:
             continue
         s = line.strip()
-        if not s:
-            continue
-        if s.startswith("==="):
-            section = s.strip("= ").lower()
-            continue
-        if s.startswith("=="):
-            section = s.strip("= ").lower()
-            saw_header = True
-            continue
+        if s:
+            _scan_line(sec, s)
+    return sec
 
-        if any(w in s for w in _ERROR_WORDS) and _ERROR.search(s):
-            if s not in seen and len(errors) < MAX_ERRORS:
-                seen.add(s)
-                errors.append(s)
-            # the runtime's errors are printed into a value ("hip-clang-cxxflags : HSA Error: ...");
-            # such a line carries no clean value
-            continue
 
-        m = _VERSION_LINE.match(s) if s.startswith("HIP version") else None
-        if m and "hip_version" not in values:
-            values["hip_version"] = m.group(1)
-            continue
-
-        if section == "environment variables":
-            m = _ENV.match(s)
-            if m:
-                env[m.group(1)] = m.group(2)
-            continue
-        if section == "linux kernel":
-            m = _KERNEL.match(s)
-            if m and kernel is None:
-                kernel = m.group(1)
-                continue
-            key, sep, value = s.partition(":")
-            if sep and key.strip() == "Description" and distro is None:
-                distro = value.strip()
-            continue
-
-        m = _CLANG.match(s) if clang_version is None and "clang version" in s else None
+def _scan_line(sec: _Sections, s: str) -> None:
+    if s.startswith("==="):
+        sec.section = s.strip("= ").lower()
+        return
+    if s.startswith("=="):
+        sec.section = s.strip("= ").lower()
+        sec.saw_header = True
+        return
+    if any(w in s for w in _ERROR_WORDS) and _ERROR.search(s):
+        if s not in sec.seen and len(sec.errors) < MAX_ERRORS:
+            sec.seen.add(s)
+            sec.errors.append(s)
+        # the runtime's errors are printed into a value ("hip-clang-cxxflags : HSA Error: ...");
+        # such a line carries no clean value
+        return
+    m = _VERSION_LINE.match(s) if s.startswith("HIP version") else None
+    if m and "hip_version" not in sec.values:
+        sec.values["hip_version"] = m.group(1)
+        return
+    if sec.section == "environment variables":
+        m = _ENV.match(s)
         if m:
-            clang_version = m.group(1)
-            continue
+            sec.env[m.group(1)] = m.group(2)
+        return
+    if sec.section == "linux kernel":
+        _kernel_line(sec, s)
+        return
+    m = _CLANG.match(s) if sec.clang_version is None and "clang version" in s else None
+    if m:
+        sec.clang_version = m.group(1)
+        return
+    m = _KV.match(s) if ":" in s and s[:1].isupper() else None
+    if m:
+        key, value = m.group(1), m.group(2).strip()
+        if key not in sec.values:
+            sec.values[key] = value
 
-        m = _KV.match(s) if ":" in s and s[:1].isupper() else None
-        if m:
-            key, value = m.group(1), m.group(2).strip()
-            if key not in values:
-                values[key] = value
 
-    # --- facts ------------------------------------------------------------------------------------------
+def _kernel_line(sec: _Sections, s: str) -> None:
+    m = _KERNEL.match(s)
+    if m and sec.kernel is None:
+        sec.kernel = m.group(1)
+        return
+    key, sep, value = s.partition(":")
+    if sep and key.strip() == "Description" and sec.distro is None:
+        sec.distro = value.strip()
+
+
+def _hip_facts(sec: _Sections, res: ParseResult) -> None:
+    facts, values = res.facts, sec.values
     hv = values.get("hip_version")
     if hv:
         m = _BARE_VERSION.match(hv)
@@ -183,22 +215,20 @@ def _parse_into(text: str, res: ParseResult) -> None:
         m = _ROCM_DIR.search(rp)
         if m:
             facts["rocm.version"] = m.group(1)
-    if clang_version:
-        facts["hip.clang_version"] = clang_version
-    if kernel:
-        facts["os.kernel"] = kernel
-    if distro:
-        facts["os.name"] = distro
-    gpu_env = {k: v for k, v in env.items() if k.startswith(GPU_ENV_PREFIXES)}
-    for k, v in gpu_env.items():
-        facts[f"env.{k}"] = v
-    if gpu_env:
-        facts["env.set_names"] = sorted(gpu_env)
+    if sec.clang_version:
+        facts["hip.clang_version"] = sec.clang_version
 
-    if not facts and not errors:
-        res.notes.append("no hipconfig lines recognised")
-    if hv and not saw_header and "HIP_PATH" not in values:
-        res.notes.append("only the version line is present: output cut after the first line?")
-    if saw_header and "HIP_PLATFORM" not in values:
-        res.notes.append("the hipconfig section has no HIP_PLATFORM line: truncated?")
-    res.errors.extend(errors)
+
+def _host_facts(sec: _Sections, res: ParseResult) -> None:
+    if sec.kernel:
+        res.facts["os.kernel"] = sec.kernel
+    if sec.distro:
+        res.facts["os.name"] = sec.distro
+
+
+def _env_facts(sec: _Sections, res: ParseResult) -> None:
+    gpu_env = {k: v for k, v in sec.env.items() if k.startswith(GPU_ENV_PREFIXES)}
+    for k, v in gpu_env.items():
+        res.facts[f"env.{k}"] = v
+    if gpu_env:
+        res.facts["env.set_names"] = sorted(gpu_env)

@@ -24,10 +24,11 @@ from __future__ import annotations
 import csv
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
-from .base import ParseResult, guarded_parse
-from .rocminfo import cut_marker, gpu_list_facts, is_placeholder, normalise_gfx, strip_ansi
+from .base import ParseResult, SmiGpu, empty_input, guarded_parse, tool_text
+from .rocminfo import cut_marker, gpu_list_facts, is_placeholder, set_gfx, strip_ansi
 
 KIND = "rocm_smi"
 
@@ -75,17 +76,6 @@ def detect(text: str) -> float:
     return score
 
 
-class _Gpu:
-    __slots__ = ("name", "fallback_name", "gfx", "total", "used")
-
-    def __init__(self) -> None:
-        self.name: str | None = None
-        self.fallback_name: str | None = None
-        self.gfx: str | None = None
-        self.total: int | None = None
-        self.used: int | None = None
-
-
 def parse(text: str) -> ParseResult:
     return guarded_parse(KIND, text, _parse_into, "rocm-smi")
 
@@ -98,7 +88,7 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def _apply_kv(gpu: _Gpu, key: str, value: Any, res: ParseResult) -> None:
+def _apply_kv(gpu: SmiGpu, key: str, value: Any, res: ParseResult) -> None:
     k = key.strip().lower().rstrip(":")
     v = str(value).strip()
     if k in _NAME_KEYS:
@@ -108,15 +98,7 @@ def _apply_kv(gpu: _Gpu, key: str, value: Any, res: ParseResult) -> None:
         if not is_placeholder(v):
             gpu.fallback_name = v
     elif k in _GFX_KEYS:
-        m = re.match(r"gfx[0-9a-f]+", v.lower())
-        if m:
-            target, rewritten = normalise_gfx(m.group(0))
-            if target:
-                gpu.gfx = target
-                if rewritten:
-                    note = f"rocm-smi printed {m.group(0)}, which is {target} (its stepping written in decimal)"
-                    if note not in res.notes:
-                        res.notes.append(note)
+        set_gfx(gpu, v, res, "rocm-smi printed {printed}, which is {target} (its stepping written in decimal)")
     elif k in _VRAM_TOTAL_KEYS:
         n = _int(v)
         if n is not None:
@@ -127,7 +109,7 @@ def _apply_kv(gpu: _Gpu, key: str, value: Any, res: ParseResult) -> None:
             gpu.used = n
 
 
-def _parse_json(text: str, gpus: dict[int, _Gpu], res: ParseResult) -> bool:
+def _parse_json(text: str, gpus: dict[int, SmiGpu], res: ParseResult) -> bool:
     decoder = json.JSONDecoder()
     for attempt, m in enumerate(_JSON_START_RE.finditer(text)):
         if attempt >= 3:
@@ -144,7 +126,7 @@ def _parse_json(text: str, gpus: dict[int, _Gpu], res: ParseResult) -> bool:
             if not cm or not isinstance(data, dict):
                 continue
             found = True
-            gpu = gpus.setdefault(int(cm.group(1)), _Gpu())
+            gpu = gpus.setdefault(int(cm.group(1)), SmiGpu())
             for k, v in data.items():
                 _apply_kv(gpu, str(k), v, res)
         if found:
@@ -154,7 +136,7 @@ def _parse_json(text: str, gpus: dict[int, _Gpu], res: ParseResult) -> bool:
     return False
 
 
-def _parse_csv(lines: list[str], gpus: dict[int, _Gpu], res: ParseResult) -> None:
+def _parse_csv(lines: list[str], gpus: dict[int, SmiGpu], res: ParseResult) -> None:
     header: list[str] | None = None
     for line in lines:
         s = line.strip()
@@ -169,98 +151,112 @@ def _parse_csv(lines: list[str], gpus: dict[int, _Gpu], res: ParseResult) -> Non
         if not m:
             continue
         row = next(csv.reader([s]))
-        gpu = gpus.setdefault(int(m.group(1)), _Gpu())
+        gpu = gpus.setdefault(int(m.group(1)), SmiGpu())
         for k, v in zip(header[1:], row[1:]):
             _apply_kv(gpu, k, v, res)
 
 
-def _parse_into(text: str, res: ParseResult) -> None:
-    if not isinstance(text, str):
-        text = str(text)
-    text = strip_ansi(text).replace("\x00", "")
-    if not text.strip():
-        res.notes.append("empty input")
-        return
-
-    gpus: dict[int, _Gpu] = {}
-    errors: list[str] = []
+@dataclass
+class _Found:
+    """What the line scan found: the GPUs by index, the tool's error lines, the frame and table state."""
+    gpus: dict[int, SmiGpu] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
     primary: str | None = None
-    driver_missing = False
-    no_gpus = False
-    in_table = False
-    saw_smi_frame = False
-    lines = text.splitlines()
+    driver_missing: bool = False
+    no_gpus: bool = False
+    in_table: bool = False
+    saw_smi_frame: bool = False
 
+
+def _parse_into(text: str, res: ParseResult) -> None:
+    text = tool_text(text)
+    if empty_input(text, res):
+        return
+    found = _Found()
+    lines = text.splitlines()
     for raw in lines:
         line = raw.strip()
-        if not line:
-            continue
-        # errors first
-        hit = None
-        for pattern, what in _ERROR_PATTERNS:
-            if pattern in line:
-                hit = what
-                break
-        if hit is not None:
-            errors.append(line)
-            if primary is None:
-                primary = line
-            if hit == "driver_missing":
-                driver_missing = True
-            else:
-                no_gpus = True
-            continue
-        if line.startswith("WARNING") and "fail" not in line.lower():
-            # e.g. "WARNING: AMD GPU device(s) is/are in a low-power state": information, not a failure
-            note = "rocm-smi warned: " + line
-            if note not in res.notes and len(res.notes) < 20:
-                res.notes.append(note)
-            continue
-        if line.startswith(("ERROR", "WARNING")) or line.startswith("cat: /sys/module/amdgpu"):
-            errors.append(line)
-            # "ERROR: GPU[0] : Unable to get ..." is one unsupported reading of a working GPU, not the tool failing
-            if primary is None and line.startswith("ERROR") and not re.match(r"ERROR:\s*GPU\[\d+\]", line):
-                primary = line
-            m = re.match(r"ERROR:\s*GPU\[(\d+)\]", line)
-            if m:
-                gpus.setdefault(int(m.group(1)), _Gpu())
-            continue
-        if "ROCm System Management Interface" in line or "End of ROCm SMI Log" in line:
-            saw_smi_frame = True
-            in_table = False
-            continue
-        if "Concise Info" in line or "Concise Hardware Info" in line:
-            in_table = True
-            continue
-        m = _GPU_LINE_RE.match(line)
-        if m:
-            in_table = False
-            idx = int(m.group(1))
-            key, sep, val = m.group(2).partition(":")
-            gpu = gpus.setdefault(idx, _Gpu())
-            if sep:
-                _apply_kv(gpu, key, val, res)
-            continue
-        if in_table:
-            first = line.split(None, 1)[0]
-            if first in ("GPU", "Device") or line.startswith("("):
-                continue  # header lines
-            if line.startswith("=") or line.startswith("-"):
-                continue  # rulers (the new layout has one between header and rows)
-            rm = _ROW_RE.match(line)
-            if rm:
-                gpu = gpus.setdefault(int(rm.group(1)), _Gpu())
-                if "gfx" in line:  # --showhw of ROCm 6+: a "GFX VER" column
-                    gm = _GFX_TOKEN_RE.search(line)
-                    if gm:
-                        _apply_kv(gpu, "GFX Version", gm.group(0), res)
-            continue
-
+        if line and not _error_line(found, line, res):
+            _scan_line(found, line, res)
     if '"card' in text and "{" in text:
-        _parse_json(text, gpus, res)
+        _parse_json(text, found.gpus, res)
     if re.search(r"(?mi)^[ \t]*device,", text):
-        _parse_csv(lines, gpus, res)
+        _parse_csv(lines, found.gpus, res)
+    _facts(text, found, res)
 
+
+def _error_line(found: _Found, line: str, res: ParseResult) -> bool:
+    """The tool's error and warning lines; True when *line* was one."""
+    hit = None
+    for pattern, what in _ERROR_PATTERNS:
+        if pattern in line:
+            hit = what
+            break
+    if hit is not None:
+        found.errors.append(line)
+        if found.primary is None:
+            found.primary = line
+        if hit == "driver_missing":
+            found.driver_missing = True
+        else:
+            found.no_gpus = True
+        return True
+    if line.startswith("WARNING") and "fail" not in line.lower():
+        # e.g. "WARNING: AMD GPU device(s) is/are in a low-power state": information, not a failure
+        note = "rocm-smi warned: " + line
+        if note not in res.notes and len(res.notes) < 20:
+            res.notes.append(note)
+        return True
+    if line.startswith(("ERROR", "WARNING")) or line.startswith("cat: /sys/module/amdgpu"):
+        found.errors.append(line)
+        # "ERROR: GPU[0] : Unable to get ..." is one unsupported reading of a working GPU, not the tool failing
+        if found.primary is None and line.startswith("ERROR") and not re.match(r"ERROR:\s*GPU\[\d+\]", line):
+            found.primary = line
+        m = re.match(r"ERROR:\s*GPU\[(\d+)\]", line)
+        if m:
+            found.gpus.setdefault(int(m.group(1)), SmiGpu())
+        return True
+    return False
+
+
+def _scan_line(found: _Found, line: str, res: ParseResult) -> None:
+    """The frame, the concise table's rows and the ``GPU[n] : key: value`` lines."""
+    if "ROCm System Management Interface" in line or "End of ROCm SMI Log" in line:
+        found.saw_smi_frame = True
+        found.in_table = False
+        return
+    if "Concise Info" in line or "Concise Hardware Info" in line:
+        found.in_table = True
+        return
+    m = _GPU_LINE_RE.match(line)
+    if m:
+        found.in_table = False
+        key, sep, val = m.group(2).partition(":")
+        gpu = found.gpus.setdefault(int(m.group(1)), SmiGpu())
+        if sep:
+            _apply_kv(gpu, key, val, res)
+        return
+    if found.in_table:
+        _table_row(found, line, res)
+
+
+def _table_row(found: _Found, line: str, res: ParseResult) -> None:
+    first = line.split(None, 1)[0]
+    if first in ("GPU", "Device") or line.startswith("("):
+        return  # header lines
+    if line.startswith("=") or line.startswith("-"):
+        return  # rulers (the new layout has one between header and rows)
+    rm = _ROW_RE.match(line)
+    if rm:
+        gpu = found.gpus.setdefault(int(rm.group(1)), SmiGpu())
+        if "gfx" in line:  # --showhw of ROCm 6+: a "GFX VER" column
+            gm = _GFX_TOKEN_RE.search(line)
+            if gm:
+                _apply_kv(gpu, "GFX Version", gm.group(0), res)
+
+
+def _facts(text: str, found: _Found, res: ParseResult) -> None:
+    gpus = found.gpus
     facts: dict[str, Any] = {}
     selected = bool(_SELECTION_RE.search(text))
     marker = cut_marker(text)
@@ -277,18 +273,18 @@ def _parse_into(text: str, res: ParseResult) -> None:
         facts.update(gpu_list_facts([gpus[i].name or gpus[i].fallback_name for i in order],
                                     [gpus[i].gfx for i in order],
                                     [(gpus[i].total, gpus[i].used, None) for i in order], selected))
-    elif no_gpus and not selected:
+    elif found.no_gpus and not selected:
         facts["gpu.count"] = 0
-    if driver_missing:
+    if found.driver_missing:
         facts["driver.amdgpu_loaded"] = False
-    if primary is not None:
-        facts["rocm_smi.error"] = primary
-    if not gpus and not errors and not saw_smi_frame:
+    if found.primary is not None:
+        facts["rocm_smi.error"] = found.primary
+    if not gpus and not found.errors and not found.saw_smi_frame:
         res.notes.append("no rocm-smi content recognised")
-    if not gpus and saw_smi_frame and not errors:
+    if not gpus and found.saw_smi_frame and not found.errors:
         res.notes.append("rocm-smi printed its frame but no GPU lines: truncated or filtered?")
     res.facts.update(facts)
-    res.errors.extend(errors)
+    res.errors.extend(found.errors)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -19,17 +19,18 @@ rocminfo's source (ROCm/rocminfo, rocminfo.cc) shows where each line comes from;
 uses ``getgrouplist`` on the *group database*, so "is member of render group" says nothing about the
 running session, and no group fact is taken from it.
 
-This module also holds small helpers the rocm_smi and amd_smi parsers share (gfx normalisation,
+This module also holds small helpers the rocm_smi and amd_smi parsers share (gfx normalisation and set_gfx,
 the APU/dGPU table, ANSI stripping).  Only the standard library is used; every pattern is simple and
 linear.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..textnorm import strip_ansi  # noqa: F401  (re-exported for rocm_smi / amd_smi)
-from .base import ParseResult, guarded_parse
+from .base import ParseResult, empty_input, guarded_parse, tool_text
 
 KIND = "rocminfo"
 
@@ -126,6 +127,21 @@ def gpu_list_facts(names: list[str | None], targets: list[str | None], memory: l
         elif used is not None and total is not None and total >= used:
             facts["gpu.vram_free_bytes"] = total - used
     return facts
+
+
+def set_gfx(gpu: Any, value: Any, res: ParseResult, note: str) -> None:
+    """Set ``gpu.gfx`` from a tool's gfx field ('gfx1100', 'gfx9010'); a target written in decimal is rewritten and
+    *note* (with ``{printed}`` and ``{target}``) says so, once."""
+    m = re.match(r"gfx[0-9a-f]+", str(value).strip().lower())
+    if not m:
+        return
+    target, rewritten = normalise_gfx(m.group(0))
+    if target:
+        gpu.gfx = target
+        if rewritten:
+            text = note.format(printed=m.group(0), target=target)
+            if text not in res.notes:
+                res.notes.append(text)
 
 
 def classify_gfx(gfx: str | None) -> str | None:
@@ -249,275 +265,318 @@ def parse(text: str) -> ParseResult:
 
 
 def _parse_into(text: str, res: ParseResult) -> None:
-    if not isinstance(text, str):
-        text = str(text)
-    text = strip_ansi(text).replace("\x00", "")
-    if not text.strip():
-        res.notes.append("empty input")
+    text = tool_text(text)
+    if empty_input(text, res):
         return
+    st = _scan(text, res)
+    truncated = _truncation(st, text, res)
+    _driver_facts(st, res)
+    gpus = [a for a in st.agents if a.is_gpu()]
+    if gpus:
+        _gpu_agent_facts(st, gpus, truncated, res)
+    elif st.orphan_isas:
+        _orphan_isa_facts(st, res)
+    elif st.system_xnack is not None:
+        st.facts["gpu.xnack_enabled"] = st.system_xnack
+    if st.agents and not gpus and not truncated and st.full_format() and not st.errors:
+        st.facts["gpu.count"] = 0
+        res.notes.append("rocminfo listed agents but no GPU agent")
+    _verdict(st, res)
+    res.facts.update(st.facts)
+    res.errors.extend(st.errors)
 
-    facts: dict[str, Any] = {}
-    errors: list[str] = []
+
+# --------------------------------------------------------------------------------------------------
+# the scanner: one pass over the lines into the preamble's findings and the list of agents
+
+
+@dataclass
+class _Listing:
+    facts: dict[str, Any] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
     primary_error: str | None = None
-    agents: list[_Agent] = []
-    orphan_isas: list[str] = []
+    agents: list[_Agent] = field(default_factory=list)
+    orphan_isas: list[str] = field(default_factory=list)     # ISA lines outside any agent (grep xnack)
     cur: _Agent | None = None
     rock_loaded: bool | None = None
     kfd_errno: str | None = None
     kfd_group_line: str | None = None
-    saw_attributes = saw_agents_header = saw_done = False
+    saw_attributes: bool = False
+    saw_agents_header: bool = False
+    saw_done: bool = False
     system_xnack: bool | None = None
-    in_pool = False
+    in_pool: bool = False
 
-    def set_primary(line: str) -> None:
-        nonlocal primary_error
-        if primary_error is None:
-            primary_error = line
+    def error(self, line: str, primary: bool = False) -> None:
+        self.errors.append(line)
+        if primary and self.primary_error is None:
+            self.primary_error = line
 
+    def new_agent(self) -> _Agent:
+        if self.cur is not None:
+            self.cur.complete = True
+        self.cur = _Agent()
+        self.agents.append(self.cur)
+        self.in_pool = False
+        return self.cur
+
+    def full_format(self) -> bool:
+        return self.saw_attributes or self.saw_agents_header
+
+
+def _scan(text: str, res: ParseResult) -> _Listing:
+    st = _Listing()
     for raw in text.splitlines():
         # pastes carry Markdown around the text: "``` ROCk module is loaded", "> Name: ..."
         line = raw.strip().lstrip("`>").strip()
         if not line:
             continue
-        # --- preamble and error lines ------------------------------------------------------------
-        if line.startswith("ROCk module"):
-            m = _ROCK_VERSION_RE.search(line)
-            if m:
-                rock_loaded = True
-                facts["_rock_version"] = m.group(1)
-            elif "NOT loaded" in line or "NOT live" in line:
-                rock_loaded = False
-                errors.append(line)
-                set_primary(line)
-                if "NOT live" in line:
-                    res.notes.append("the amdgpu module is present but not live (its initialisation did not finish)")
-            elif "is loaded" in line:
-                rock_loaded = True
-            continue
-        if line.startswith("Unable to open /dev/kfd read-write"):
-            errors.append(line)
-            set_primary(line)
-            reason = line.partition("read-write:")[2].strip().lower()
-            kfd_errno = _STRERROR_TO_ERRNO.get(reason, "OTHER")
-            continue
-        if " member of " in line and "group" in line:
-            kfd_group_line = line
-            if " is not member of " in line:
-                errors.append(line)
-            continue
-        if line.startswith(("Failed to get user name", "Failed to get group info", "Failed to find pwd entry",
-                            "Failed to get user group list")):
-            errors.append(line)
-            continue
-        if line.startswith("hsa api call failure"):
-            errors.append(line)
-            set_primary(line)
-            continue
-        if line.startswith("Call returned"):
-            errors.append(line)
-            set_primary(line)
-            continue
-        if line.startswith(("libkmod: ERROR", "Error: could not get list of modules")):
-            errors.append(line)
-            continue
-        if line.startswith(("Segmentation fault", "Aborted (core dumped)", "Bus error")):
-            errors.append(line)  # the shell's report that rocminfo itself crashed
-            set_primary(line)
-            continue
-        if line.startswith("WSL environment detected"):
-            facts["container.kind"] = "wsl"
-            facts["container.present"] = True
-            continue
-        # --- structure -------------------------------------------------------------------------------
-        if line.startswith("HSA System Attributes"):
-            saw_attributes = True
-            continue
-        if line.startswith("HSA Agents"):
-            saw_agents_header = True
-            continue
-        if line.startswith("*** Done ***"):
-            saw_done = True
-            if cur is not None:
-                cur.complete = True
-            continue
-        if line.startswith("Agent ") and line[6:].strip().isdigit():
-            if cur is not None:
-                cur.complete = True
-            cur = _Agent()
-            agents.append(cur)
-            in_pool = False
+        if _preamble_line(st, line, res) or _structure_line(st, line):
             continue
         key, sep, val = line.partition(":")
-        if not sep:
-            continue
-        key = key.strip()
-        val = val.strip()
-        if key == "Name":
-            if val.startswith("amdgcn-"):
-                if cur is not None:
-                    cur.isas.append(val)
-                else:
-                    orphan_isas.append(val)
-                continue
-            if cur is None or cur.name is not None:
-                if cur is not None:
-                    cur.complete = True
-                cur = _Agent()
-                agents.append(cur)
-                in_pool = False
-            cur.name = val
-            continue
-        if key == "Runtime Version" and "hsa.runtime_version" not in facts:
-            m = _VERSION_RE.match(val)
-            if m:
-                facts["hsa.runtime_version"] = m.group(0)
-            continue
-        if key == "XNACK enabled":
-            if val.upper().startswith("YES"):
-                system_xnack = True
-            elif val.upper().startswith("NO"):
-                system_xnack = False
-            continue
-        if cur is None:
-            continue
-        if key == "Marketing Name":
-            cur.marketing = val
-        elif key == "Uuid":
-            cur.uuid = val
-        elif key == "Device Type":
-            cur.device_type = val.split()[0] if val else val
-        elif key == "Memory Properties":
-            cur.mem_props = val
-        elif key == "Pool Info":
-            in_pool = True
-        elif key == "Segment" and in_pool:
-            cur._pool_is_coarse = val.startswith("GLOBAL") and "COARSE GRAINED" in val and "KERNARG" not in val
-        elif key == "Size" and in_pool and cur._pool_is_coarse and cur.coarse_kb is None:
-            m = _KB_RE.match(val)
-            if m:
-                cur.coarse_kb = int(m.group(1))
-        elif key == "ISA Info":
-            in_pool = False
+        if sep:
+            _key_line(st, key.strip(), val.strip())
+    return st
 
-    full_format = saw_attributes or saw_agents_header
-    truncated = full_format and bool(agents) and not saw_done
+
+_USER_ERRORS = ("Failed to get user name", "Failed to get group info", "Failed to find pwd entry",
+                "Failed to get user group list")
+_CRASHES = ("Segmentation fault", "Aborted (core dumped)", "Bus error")   # the shell's report that rocminfo crashed
+
+
+def _preamble_line(st: _Listing, line: str, res: ParseResult) -> bool:
+    """The lines rocminfo prints before the listing, and the error lines; True when *line* was one."""
+    if line.startswith("ROCk module"):
+        m = _ROCK_VERSION_RE.search(line)
+        if m:
+            st.rock_loaded = True
+            st.facts["_rock_version"] = m.group(1)
+        elif "NOT loaded" in line or "NOT live" in line:
+            st.rock_loaded = False
+            st.error(line, primary=True)
+            if "NOT live" in line:
+                res.notes.append("the amdgpu module is present but not live (its initialisation did not finish)")
+        elif "is loaded" in line:
+            st.rock_loaded = True
+    elif line.startswith("Unable to open /dev/kfd read-write"):
+        st.error(line, primary=True)
+        reason = line.partition("read-write:")[2].strip().lower()
+        st.kfd_errno = _STRERROR_TO_ERRNO.get(reason, "OTHER")
+    elif " member of " in line and "group" in line:
+        st.kfd_group_line = line
+        if " is not member of " in line:
+            st.error(line)
+    elif line.startswith(_USER_ERRORS) or line.startswith(("libkmod: ERROR", "Error: could not get list of modules")):
+        st.error(line)
+    elif line.startswith(("hsa api call failure", "Call returned")) or line.startswith(_CRASHES):
+        st.error(line, primary=True)
+    elif line.startswith("WSL environment detected"):
+        st.facts["container.kind"] = "wsl"
+        st.facts["container.present"] = True
+    else:
+        return False
+    return True
+
+
+def _structure_line(st: _Listing, line: str) -> bool:
+    """The headers, the end marker and 'Agent N' lines; True when *line* was one."""
+    if line.startswith("HSA System Attributes"):
+        st.saw_attributes = True
+    elif line.startswith("HSA Agents"):
+        st.saw_agents_header = True
+    elif line.startswith("*** Done ***"):
+        st.saw_done = True
+        if st.cur is not None:
+            st.cur.complete = True
+    elif line.startswith("Agent ") and line[6:].strip().isdigit():
+        st.new_agent()
+    else:
+        return False
+    return True
+
+
+def _key_line(st: _Listing, key: str, val: str) -> None:
+    """A ``Key: value`` line: a system attribute, or a field of the current agent."""
+    if key == "Name":
+        if val.startswith("amdgcn-"):
+            (st.cur.isas if st.cur is not None else st.orphan_isas).append(val)
+        else:
+            (st.new_agent() if st.cur is None or st.cur.name is not None else st.cur).name = val
+        return
+    if key == "Runtime Version" and "hsa.runtime_version" not in st.facts:
+        m = _VERSION_RE.match(val)
+        if m:
+            st.facts["hsa.runtime_version"] = m.group(0)
+        return
+    if key == "XNACK enabled":
+        if val.upper().startswith("YES"):
+            st.system_xnack = True
+        elif val.upper().startswith("NO"):
+            st.system_xnack = False
+        return
+    cur = st.cur
+    if cur is None:
+        return
+    if key == "Marketing Name":
+        cur.marketing = val
+    elif key == "Uuid":
+        cur.uuid = val
+    elif key == "Device Type":
+        cur.device_type = val.split()[0] if val else val
+    elif key == "Memory Properties":
+        cur.mem_props = val
+    elif key == "Pool Info":
+        st.in_pool = True
+    elif key == "Segment" and st.in_pool:
+        cur._pool_is_coarse = val.startswith("GLOBAL") and "COARSE GRAINED" in val and "KERNARG" not in val
+    elif key == "Size" and st.in_pool and cur._pool_is_coarse and cur.coarse_kb is None:
+        m = _KB_RE.match(val)
+        if m:
+            cur.coarse_kb = int(m.group(1))
+    elif key == "ISA Info":
+        st.in_pool = False
+
+
+# --------------------------------------------------------------------------------------------------
+# the extractors
+
+
+def _truncation(st: _Listing, text: str, res: ParseResult) -> bool:
+    """Whether the listing is partial (cut off, or said to be shortened); a note says why."""
+    truncated = st.full_format() and bool(st.agents) and not st.saw_done
     marker = cut_marker(text)
-    if marker and agents:
+    if marker and st.agents:
         truncated = True
         res.notes.append(f"the paste says it was shortened ({marker!r}): GPU counts are not taken from it")
     elif truncated:
-        last = agents[-1]
+        last = st.agents[-1]
         where = "mid-agent" if (last.device_type is None or (last.is_gpu() and not last.isas)) else "before '*** Done ***'"
         res.notes.append(f"output ends {where}: truncated? GPU counts are not taken from a partial listing")
+    return truncated
 
-    # --- driver and /dev/kfd -------------------------------------------------------------------------
-    if rock_loaded is not None:
-        facts["driver.amdgpu_loaded"] = rock_loaded
+
+def _driver_facts(st: _Listing, res: ParseResult) -> None:
+    """The driver and /dev/kfd."""
+    facts = st.facts
+    if st.rock_loaded is not None:
+        facts["driver.amdgpu_loaded"] = st.rock_loaded
     rock_version = facts.pop("_rock_version", None)
     if rock_version and looks_like_driver_version(rock_version):
         facts["driver.amdgpu_version"] = rock_version
-    if kfd_group_line and " is not member of " in kfd_group_line and kfd_errno is None:
+    group_line = st.kfd_group_line
+    if group_line and " is not member of " in group_line and st.kfd_errno is None:
         # older rocminfo warns about the group even when /dev/kfd opened fine: a warning, not the failure
-        errors.remove(kfd_group_line)
-        res.notes.append("rocminfo warned: " + kfd_group_line)
-    if kfd_errno is not None:
-        facts["kfd.open_error"] = kfd_errno
-        facts["kfd.present"] = kfd_errno != "ENOENT"
-        facts["kfd.permission_denied"] = kfd_errno in ("EACCES", "EPERM")
-        if kfd_errno == "ENOENT":
-            res.notes.append("/dev/kfd does not exist: the amdgpu/KFD driver is not loaded, or the device nodes were not passed into the container")
-        elif kfd_errno in ("EACCES", "EPERM"):
-            hint = "opening /dev/kfd was refused (permissions)"
-            if kfd_group_line and " is not member of " in kfd_group_line:
-                hint += ("; the group database does not list this user in the group that owns /dev/kfd: add the user "
-                         "to it (usermod -aG) and log in again")
-            elif kfd_group_line and " is member of " in kfd_group_line:
-                hint += ("; rocminfo reads the group database, so 'is member of' with this error usually means the "
-                         "group was added but this session has not logged in again (or a container lacks the group id)")
-            res.notes.append(hint)
-        elif kfd_errno == "EINVAL":
-            res.notes.append("opening /dev/kfd failed with EINVAL: the driver is loaded but no usable compute device was initialised (see dmesg)")
-    elif rock_loaded and agents and full_format:
+        st.errors.remove(group_line)
+        res.notes.append("rocminfo warned: " + group_line)
+    if st.kfd_errno is not None:
+        _kfd_error_facts(st, res)
+    elif st.rock_loaded and st.agents and st.full_format():
         # rocminfo only lists agents after open("/dev/kfd", O_RDWR) succeeded
         facts["kfd.present"] = True
         facts["kfd.permission_denied"] = False
 
-    # --- agents --------------------------------------------------------------------------------------
-    gpus = [a for a in agents if a.is_gpu()]
+
+def _kfd_error_facts(st: _Listing, res: ParseResult) -> None:
+    errno, group_line = st.kfd_errno, st.kfd_group_line
+    st.facts["kfd.open_error"] = errno
+    st.facts["kfd.present"] = errno != "ENOENT"
+    st.facts["kfd.permission_denied"] = errno in ("EACCES", "EPERM")
+    if errno == "ENOENT":
+        res.notes.append("/dev/kfd does not exist: the amdgpu/KFD driver is not loaded, or the device nodes were not passed into the container")
+    elif errno in ("EACCES", "EPERM"):
+        hint = "opening /dev/kfd was refused (permissions)"
+        if group_line and " is not member of " in group_line:
+            hint += ("; the group database does not list this user in the group that owns /dev/kfd: add the user "
+                     "to it (usermod -aG) and log in again")
+        elif group_line and " is member of " in group_line:
+            hint += ("; rocminfo reads the group database, so 'is member of' with this error usually means the "
+                     "group was added but this session has not logged in again (or a container lacks the group id)")
+        res.notes.append(hint)
+    elif errno == "EINVAL":
+        res.notes.append("opening /dev/kfd failed with EINVAL: the driver is loaded but no usable compute device was initialised (see dmesg)")
+
+
+def _gpu_agent_facts(st: _Listing, gpus: list[_Agent], truncated: bool, res: ParseResult) -> None:
+    facts = st.facts
     # a snippet with neither the header nor '*** Done ***' nor the CPU agent that opens every listing (one GPU agent
     # copied out of it) shows some GPUs, not how many there are; a grep over the whole listing keeps the CPU agent
-    snippet = not full_format and not saw_done and bool(agents) and all(a.is_gpu() for a in agents)
-    if gpus:
-        if not truncated and not snippet:
-            facts["gpu.count"] = len(gpus)
-        elif snippet and not truncated:
-            res.notes.append("a part of rocminfo's listing (no header, no '*** Done ***'): the GPU count is not taken from it")
-        names = [a.marketing for a in gpus]
-        if all(n for n in names):
-            facts["gpu.names"] = names
-        targets = [a.gfx() for a in gpus]
-        if all(targets):
-            facts["gpu.gfx_targets"] = targets
-        isas = [a.native_isa() for a in gpus]
-        if all(isas):
-            facts["gpu.isa_names"] = isas
-        # what ROCR_VISIBLE_DEVICES=GPU-... is checked against ("GPU-XX": a GPU without a unique id)
-        uuids = [a.uuid for a in gpus]
-        if not truncated and all(u and re.fullmatch(r"GPU-[0-9A-Fa-f]{16}", u) for u in uuids):
-            facts["gpu.uuids"] = uuids
-        # integrated or discrete: "Memory Properties: APU" where rocminfo prints that line (ROCm 6.x+),
-        # else the target's table entry; "Uuid: GPU-XX" alone proves nothing (RX 6800 prints it too).
-        kinds: list[str | None] = []
-        for a in gpus:
-            if a.mem_props is not None:
-                kinds.append("integrated" if "APU" in a.mem_props.upper() else "discrete")
-            else:
-                kinds.append(classify_gfx(a.gfx()))
-        if all(kinds) and not truncated and not snippet:
-            n_int = kinds.count("integrated")
-            n_dis = kinds.count("discrete")
-            facts["gpu.integrated_count"] = n_int
-            facts["gpu.discrete_count"] = n_dis
-            facts["gpu.first_is_integrated"] = kinds[0] == "integrated" and n_dis > 0
-            sizes = [a.coarse_kb for a, k in zip(gpus, kinds) if k == "discrete"]
-            if sizes and all(s is not None for s in sizes):
-                facts["gpu.vram_total_bytes"] = max(sizes) * 1024
-        # XNACK
-        states = [_xnack_of(a.native_isa() or "") for a in gpus]
-        if any(s is True for s in states):
-            facts["gpu.xnack_enabled"] = True
-        elif system_xnack is not None:
-            facts["gpu.xnack_enabled"] = system_xnack
-        elif all(s is False or (s is None and lacks_xnack(a.gfx())) for s, a in zip(states, gpus)):
-            facts["gpu.xnack_enabled"] = False
-    elif orphan_isas:
-        native = [i for i in orphan_isas if "generic" not in i]
-        if native:
-            facts["gpu.isa_names"] = native
-            targets = [GFX_RE.search(i) for i in native]
-            if all(targets):
-                facts["gpu.gfx_targets"] = [m.group(0) for m in targets]  # type: ignore[union-attr]
-            states = [_xnack_of(i) for i in native]
-            if any(s is True for s in states):
-                facts["gpu.xnack_enabled"] = True
-            elif all(s is False for s in states):
-                facts["gpu.xnack_enabled"] = False
-            res.notes.append("only ISA lines are present (a filtered paste): the number of GPUs cannot be read from it")
-    elif system_xnack is not None:
-        facts["gpu.xnack_enabled"] = system_xnack
+    snippet = not st.full_format() and not st.saw_done and all(a.is_gpu() for a in st.agents)
+    if not truncated and not snippet:
+        facts["gpu.count"] = len(gpus)
+    elif snippet and not truncated:
+        res.notes.append("a part of rocminfo's listing (no header, no '*** Done ***'): the GPU count is not taken from it")
+    names = [a.marketing for a in gpus]
+    if all(n for n in names):
+        facts["gpu.names"] = names
+    targets = [a.gfx() for a in gpus]
+    if all(targets):
+        facts["gpu.gfx_targets"] = targets
+    isas = [a.native_isa() for a in gpus]
+    if all(isas):
+        facts["gpu.isa_names"] = isas
+    # what ROCR_VISIBLE_DEVICES=GPU-... is checked against ("GPU-XX": a GPU without a unique id)
+    uuids = [a.uuid for a in gpus]
+    if not truncated and all(u and re.fullmatch(r"GPU-[0-9A-Fa-f]{16}", u) for u in uuids):
+        facts["gpu.uuids"] = uuids
+    if not truncated and not snippet:
+        _gpu_kind_facts(gpus, facts)
+    _xnack_facts(st, gpus)
 
-    if agents and not gpus and not truncated and full_format and not errors:
-        facts["gpu.count"] = 0
-        res.notes.append("rocminfo listed agents but no GPU agent")
 
-    # --- verdict -----------------------------------------------------------------------------------
-    if primary_error is not None:
-        facts["rocminfo.ok"] = False
-        facts["rocminfo.error"] = primary_error
-    elif agents:
-        facts["rocminfo.ok"] = True
-    if not agents and not errors and not orphan_isas and not facts:
+def _gpu_kind_facts(gpus: list[_Agent], facts: dict[str, Any]) -> None:
+    """Integrated or discrete: "Memory Properties: APU" where rocminfo prints that line (ROCm 6.x+), else the
+    target's table entry; "Uuid: GPU-XX" alone proves nothing (RX 6800 prints it too)."""
+    kinds: list[str | None] = []
+    for a in gpus:
+        if a.mem_props is not None:
+            kinds.append("integrated" if "APU" in a.mem_props.upper() else "discrete")
+        else:
+            kinds.append(classify_gfx(a.gfx()))
+    if not all(kinds):
+        return
+    n_int = kinds.count("integrated")
+    n_dis = kinds.count("discrete")
+    facts["gpu.integrated_count"] = n_int
+    facts["gpu.discrete_count"] = n_dis
+    facts["gpu.first_is_integrated"] = kinds[0] == "integrated" and n_dis > 0
+    sizes = [a.coarse_kb for a, k in zip(gpus, kinds) if k == "discrete"]
+    if sizes and all(s is not None for s in sizes):
+        facts["gpu.vram_total_bytes"] = max(sizes) * 1024
+
+
+def _xnack_facts(st: _Listing, gpus: list[_Agent]) -> None:
+    states = [_xnack_of(a.native_isa() or "") for a in gpus]
+    if any(s is True for s in states):
+        st.facts["gpu.xnack_enabled"] = True
+    elif st.system_xnack is not None:
+        st.facts["gpu.xnack_enabled"] = st.system_xnack
+    elif all(s is False or (s is None and lacks_xnack(a.gfx())) for s, a in zip(states, gpus)):
+        st.facts["gpu.xnack_enabled"] = False
+
+
+def _orphan_isa_facts(st: _Listing, res: ParseResult) -> None:
+    """Only ISA lines, no agent (``rocminfo | grep xnack``)."""
+    native = [i for i in st.orphan_isas if "generic" not in i]
+    if not native:
+        return
+    facts = st.facts
+    facts["gpu.isa_names"] = native
+    targets = [GFX_RE.search(i) for i in native]
+    if all(targets):
+        facts["gpu.gfx_targets"] = [m.group(0) for m in targets]  # type: ignore[union-attr]
+    states = [_xnack_of(i) for i in native]
+    if any(s is True for s in states):
+        facts["gpu.xnack_enabled"] = True
+    elif all(s is False for s in states):
+        facts["gpu.xnack_enabled"] = False
+    res.notes.append("only ISA lines are present (a filtered paste): the number of GPUs cannot be read from it")
+
+
+def _verdict(st: _Listing, res: ParseResult) -> None:
+    if st.primary_error is not None:
+        st.facts["rocminfo.ok"] = False
+        st.facts["rocminfo.error"] = st.primary_error
+    elif st.agents:
+        st.facts["rocminfo.ok"] = True
+    if not st.agents and not st.errors and not st.orphan_isas and not st.facts:
         res.notes.append("no rocminfo content recognised")
-
-    res.facts.update(facts)
-    res.errors.extend(errors)
