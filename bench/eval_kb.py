@@ -532,7 +532,12 @@ pick cited there meanwhile was replaced). ROCm 1.8 to 7.x nightlies, TheRock, to
 SwarmUI, ComfyUI (portable, ZLUDA), SD.Next, webui-amdgpu (DirectML), InvokeAI, ollama (systemd, ollama-for-amd on
 Windows), llama.cpp, vLLM, Ray; journald and syslog prefixes, FreeBSD drm logs, launcher timestamps, wrapped lines,
 Chinese context, a pasted collect_env output, NVIDIA-side failures. Its figures at freeze are in
-`bench/eval_baseline_batch3.json`.
+`bench/eval_baseline_batch3.json`: logs top-1 0.647, top-3 0.676 (0.853 incl. possible causes), negatives clean
+8/9; descriptions top-1 0.688, top-3 0.812 (zh 0.688/0.875, en 0.688/0.750). That round (round 4) then widened
+signatures from fresh tuning threads (37 new tuning logs, 8 new entries), rewrote description retrieval on 36 new
+tuning descriptions (35 more held back as "tuning check"), read 19 new dump variants and 25 recorded machines, and
+changed no case of any held-out batch; the figures above are measured after all of it. No held-out thread was
+cited by that work (`bench/eval_check_heldout.py`); where a helper met one, the pick was dropped unread.
 
 **Moved to tuning** (2026-12-01): ten held-out cases were exposed while that round tuned the KB (the threads of
 batch-1 descriptions s002, s008, s009, s019, s023, s036, s038 and log h056 were read; batch-2 descriptions s047,
