@@ -78,8 +78,11 @@ def server_peak_mb(pid: int) -> float | None:
     return None
 
 
-def run(mb: int = 64, baseline_n: int = 5, search: bool = False, timeout_s: float = 600) -> dict:
-    """Run the scenario once; returns the timings (seconds) and what visitor A saw."""
+def run(mb: int = 64, baseline_n: int = 5, search: bool = False, timeout_s: float = 600, browser=None) -> dict:
+    """Run the scenario once; returns the timings (seconds) and what visitor A saw.  *browser*: a Playwright browser
+    already running in this thread (the test suite's), else one is launched for the run."""
+    import contextlib
+
     from playwright.sync_api import sync_playwright
 
     tmp = Path(tempfile.mkdtemp(prefix="gd-upload-"))
@@ -89,8 +92,13 @@ def run(mb: int = 64, baseline_n: int = 5, search: bool = False, timeout_s: floa
     out: dict = {"bytes": size, "startup_s": srv.startup_s, "baseline": [], "upload": [], "diagnose": [],
                  "searches_during": 0}
     try:
-        with sync_playwright() as pw:
-            br = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        with contextlib.ExitStack() as stack:
+            if browser is None:
+                pw = stack.enter_context(sync_playwright())
+                br = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+                stack.callback(br.close)
+            else:
+                br = browser
             ctx_a = br.new_context(viewport={"width": 1440, "height": 900})
             ctx_b = br.new_context(viewport={"width": 1440, "height": 900})
             a, b = ctx_a.new_page(), ctx_b.new_page()
@@ -145,7 +153,8 @@ def run(mb: int = 64, baseline_n: int = 5, search: bool = False, timeout_s: floa
             out["a_finished"] = done.count() > 0
             out["a_text"] = a.locator('[data-testid="stMain"]').inner_text()[:4000] if out["a_finished"] else ""
             out["server_peak_mb"] = server_peak_mb(srv.proc.pid)
-            br.close()
+            ctx_a.close()
+            ctx_b.close()
     finally:
         srv.stop()
         out["server_log"] = (tmp / "server.log").read_text(errors="replace")[-4000:]

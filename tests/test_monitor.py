@@ -616,11 +616,12 @@ def test_watch_a_real_generation_on_the_cpu(tmp_path, monkeypatch):
     assert g["status"] in ("ok", "warn"), g.get("error")
     assert g["new_tokens"] == 8
     phases = {s["phase"] for s in samples}
-    # (the tiny model loads faster than one sampling interval, so "loading" may hold no sample)
-    assert {"before", "importing torch", "generating", "after"} <= phases
+    # (the tiny model loads, and on one CPU thread generates 8 tokens, faster than one sampling interval, so
+    # "loading" and "generating" may hold no sample; importing torch always spans several)
+    assert {"before", "importing torch", "after"} <= phases
     order = [p["phase"] for p in monitor.phase_spans(samples)]
     assert order[0] == "before" and order[-1] == "after"
-    assert order.index("importing torch") < order.index("generating")
+    assert all(order.index("importing torch") < order.index(p) for p in ("loading", "generating") if p in order)
     f = monitor.monitor_facts(samples)
     assert f["monitor.source"] == "nvidia-smi" and f["monitor.samples"] == len(samples)
 
