@@ -28,8 +28,13 @@ def fleet_server(tmp_path_factory):
     for r in gen.fleet(gen.base_reports(str(kb)), 300, seed=4):
         store.save(r)
     store.close()
-    yield srv, kb
-    srv.stop()
+    try:
+        yield srv, kb
+    finally:
+        try:
+            srv.stop()
+        finally:
+            mp.undo()  # the KB copy must not outlive this module (later tests read GPU_DOCTOR_KB)
 
 
 def _group(srv) -> dict:
@@ -43,7 +48,6 @@ def _group(srv) -> dict:
         store.close()
     errors = [g for g in groups if re.search(r"(?i)error|failed", g["signature"]) and g["count"] >= 2]
     return next((g for g in groups if "invalid device function" in g["signature"]), None) or errors[0]
-    mp.undo()
 
 
 def test_fleet_page_group_to_entry_to_rediagnose(fleet_server, page):
