@@ -358,7 +358,9 @@ def cmd_notes(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    res = _store(args).compare(args.id_a, args.id_b)
+    from . import sessions
+
+    res = sessions.compare_sessions(_store(args), args.id_a, args.id_b)
     if args.json:
         _out_json(res)
         return EXIT_OK

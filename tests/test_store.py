@@ -185,7 +185,7 @@ def test_compare(store: Store) -> None:
     after["facts"]["hip.runtime_version"] = "6.2.41133"
     after["probes"][1]["status"] = "ok"
     a, b = store.save(before), store.save(after)
-    cmp = store.compare(a, b)
+    cmp = sessions.compare_sessions(store, a, b)
     assert [d["id"] for d in cmp["appeared"]] == ["hip-out-of-memory"]
     assert [d["id"] for d in cmp["disappeared"]] == ["hip-no-binary-for-gpu"]
     assert [d["id"] for d in cmp["unchanged"]] == ["miopen-missing-kdb-warning"]
@@ -196,12 +196,12 @@ def test_compare(store: Store) -> None:
                        "hip.runtime_version": ("added", None, "6.2.41133")}
     assert cmp["changed_probes"] == [{"id": "torch", "before": "crashed", "after": "ok"}]
     with pytest.raises(SessionNotFound):
-        store.compare(a, str(uuid.uuid4()))
+        sessions.compare_sessions(store, a, str(uuid.uuid4()))
 
 
 def test_rediagnose_with_a_service_double(store: Store) -> None:
-    """Store.rediagnose hands the stored report to the diagnose function it is given (the service's, through
-    diagnostics.sessions) and stores what comes back."""
+    """sessions.rediagnose_session hands the stored report to the diagnose function it is given (by default the
+    service's) and the store replaces the session with what comes back."""
     seen = []
 
     def fake_rediagnose(report: dict) -> dict:
@@ -213,7 +213,7 @@ def test_rediagnose_with_a_service_double(store: Store) -> None:
         return out
 
     sid = store.save(sample_report())
-    res = store.rediagnose(sid, fake_rediagnose)
+    res = sessions.rediagnose_session(store, sid, fake_rediagnose)
     assert seen and seen[0]["facts"]["env.HF_TOKEN"].startswith("<SECRET-"), "the service gets the stored facts"
     assert [d["id"] for d in res["appeared"]] == ["hsa-override-wrong-value"]
     assert {d["id"] for d in res["disappeared"]} == {"hip-no-binary-for-gpu", "miopen-missing-kdb-warning"}
@@ -224,9 +224,10 @@ def test_rediagnose_with_a_service_double(store: Store) -> None:
     assert store.list_sessions(query="override")[1] == 1
     assert any("hsa-override-wrong-value" in n["text"] for n in store.notes(sid))
     # again: nothing changes, no new note
-    assert store.rediagnose(sid, fake_rediagnose)["changed"] is False
+    assert sessions.rediagnose_session(store, sid, fake_rediagnose)["changed"] is False
+    assert len(store.notes(sid)) == 1, "an unchanged re-diagnosis adds no note"
     store.save(sample_report())
-    res_all = store.rediagnose_all(fake_rediagnose)
+    res_all = sessions.rediagnose_all(store, fake_rediagnose)
     assert res_all == {"rediagnosed": 2, "changed": 1, "errors": {}}
 
 

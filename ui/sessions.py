@@ -103,7 +103,9 @@ def _compare(sid: str) -> None:
     if not other:
         return
     a, b = sorted([sid, other], key=lambda i: store.info(i)["created_at"] or "")
-    diff = store.compare(a, b)
+    from diagnostics.sessions import compare_sessions
+
+    diff = compare_sessions(store, a, b)
     src_a, src_b = (store.get(i).get("source") for i in (a, b))
     same_source = src_a == src_b
     st.caption(T("ui.sessions.from_to", before_id=a[:8], after_id=b[:8],

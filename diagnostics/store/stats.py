@@ -25,12 +25,13 @@ import hashlib
 import re
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from sqlalchemy import delete, func, insert, or_, select, update
 from sqlalchemy import text as sql_text
 
 from .. import verdicts as _verdicts
+from . import search
 from .base import StoreError, _as_dt, _fts_phrase, _like_escape
 from .models import STATUSES, FacetRow, SessionRow, SignatureRow
 from .summary import parse_time
@@ -310,7 +311,7 @@ def _session_conds(store: Any, conn: Any, f: Filters) -> list[Any]:
             sub = sql_text(f"SELECT session_id FROM sessions_fts WHERE sessions_fts MATCH :{name}").bindparams(
                 **{name: f"{column} : {_fts_phrase(word)}"}).columns(session_id=S.c.id.type)
             return S.c.id.in_(sub)
-        return store._contains(conn, word, counts, column=column)[0]
+        return search.contains(store, conn, word, counts, column=column)[0]
 
     for word in (f.query or "").lower().split():
         c = contains(word)
@@ -480,14 +481,9 @@ def queue_ids(store: Any) -> set[str]:
         return {r[0] for r in conn.execute(select(SG.c.session_id).distinct())}
 
 
-def rediagnose_all(store: Any, diagnose: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
-    """Store.rediagnose_all, plus what it did to the queue: "explained" (sessions that left the queue),
-    "explained_by" ({cause id: sessions that left the queue with it as a confirmed cause}), "queue_before",
-    "queue_after"."""
-    before = queue_ids(store)
-    res = store.rediagnose_all(diagnose)
-    after = queue_ids(store)
-    left = sorted(before - after)
+def explained_by(store: Any, left: list[str]) -> dict[str, int]:
+    """{cause id: how many of the sessions *left* carry it as a confirmed cause}, most first (what explained the
+    sessions that left the unexplained queue after a re-diagnosis)."""
     by: dict[str, int] = {}
     for i in range(0, len(left), 500):
         chunk = left[i:i + 500]
@@ -496,11 +492,9 @@ def rediagnose_all(store: Any, diagnose: Callable[[dict[str, Any]], dict[str, An
                                                                             FA.c.session_id.in_(chunk))
                                      .group_by(FA.c.value)):
                 by[v] = by.get(v, 0) + int(c)
-    res.update({"explained": len(left), "explained_by": dict(sorted(by.items(), key=lambda kv: -kv[1])),
-                "queue_before": len(before), "queue_after": len(after)})
-    return res
+    return dict(sorted(by.items(), key=lambda kv: -kv[1]))
 
 
 __all__ = ["Filters", "DIMENSIONS", "BUCKETS", "normalise", "signature_pattern", "error_line", "derive",
            "derive_rows", "write", "refresh", "stats", "session_ids", "overview", "total", "unexplained",
-           "queue_ids", "rediagnose_all"]
+           "queue_ids", "explained_by"]
