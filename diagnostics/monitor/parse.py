@@ -26,12 +26,11 @@ Real formats these were written against (see tests/fixtures/monitor/*/SOURCE.md 
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Any
 
-MIB = 1024 ** 2
+from ..smi_values import MIB, BadOutput, json_from, mem_bytes, number, value_unit
 
 # NVML clocks event (formerly "throttle") reason bits, from nvml.h; the ones that cost speed are kept
 NV_REASONS = {
@@ -46,29 +45,7 @@ NV_REASONS = {
 NVIDIA_FIELDS = ["index", "utilization.gpu", "memory.used", "memory.total", "temperature.gpu", "power.draw",
                  "clocks.sm", "clocks_throttle_reasons.active"]
 
-_NUM_RE = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)$")
 _MHZ_RE = re.compile(r"(\d+(?:\.\d+)?)\s*mhz", re.IGNORECASE)
-
-
-class BadOutput(ValueError):
-    """The source printed something that is not the format it should have printed."""
-
-
-def _num(text: Any) -> float | None:
-    """A number from a field, or None for N/A-like values; raises BadOutput for anything else."""
-    if text is None:
-        return None
-    if isinstance(text, bool):
-        return None
-    if isinstance(text, (int, float)):
-        return float(text)
-    s = str(text).strip()
-    if not s or s.startswith("[") or s.upper() in ("N/A", "NA", "NONE", "UNKNOWN", "NOT SUPPORTED"):
-        return None
-    s = re.sub(r"\s*(%|W|MiB|MB|MHz|Mhz|C|°C|B)$", "", s)
-    if not _NUM_RE.match(s):
-        raise BadOutput(f"not a number: {str(text)[:40]!r}")
-    return float(s)
 
 
 # ---------------------------------------------------------------------------------------------- nvidia-smi
@@ -87,12 +64,12 @@ def parse_nvidia_line(line: str, fields: list[str] | None = None) -> dict[str, A
     if len(parts) != len(fields):
         raise BadOutput(f"expected {len(fields)} comma-separated fields, got {len(parts)}: {line[:80]!r}")
     got = dict(zip(fields, parts))
-    idx = _num(got.get("index"))
+    idx = number(got.get("index"))
     if idx is None:
         raise BadOutput(f"no GPU index in {line[:80]!r}")
     r: dict[str, Any] = {"gpu": int(idx)}
     for query, field, scale in _NVIDIA_SAMPLE_FIELDS:
-        v = _num(got.get(query))
+        v = number(got.get(query))
         if v is not None:
             r[field] = int(v * scale) if scale != 1 else v
     for key in ("clocks_throttle_reasons.active", "clocks_event_reasons.active"):
@@ -113,43 +90,13 @@ def parse_nvidia_line(line: str, fields: list[str] | None = None) -> dict[str, A
 # ---------------------------------------------------------------------------------------------- amd-smi
 
 
-def _vu(obj: Any) -> tuple[float | None, str]:
-    """``{"value": 42, "unit": "%"}``, ``"196592 MB"``, ``42`` or ``"N/A"`` -> (number, unit)."""
-    if isinstance(obj, dict):
-        return _num(obj.get("value")), str(obj.get("unit") or "")
-    if isinstance(obj, (int, float)) and not isinstance(obj, bool):
-        return float(obj), ""
-    if isinstance(obj, str):
-        m = re.match(r"^\s*([+-]?\d+(?:\.\d+)?)\s*([^\d\s]*)\s*$", obj)
-        if m:
-            return float(m.group(1)), m.group(2)
-        return _num(obj), ""
-    return None, ""
-
-
-_MEM_UNITS = {"": MIB, "b": 1, "kb": 1024, "kib": 1024, "mb": MIB, "mib": MIB, "gb": 1024 ** 3, "gib": 1024 ** 3}
-
-
 def _mem_bytes(obj: Any) -> int | None:
-    v, unit = _vu(obj)
-    if v is None:
-        return None
-    return int(v * _MEM_UNITS.get(unit.strip().lower(), MIB))
-
-
-def _json_from(text: str) -> Any:
-    start = min([i for i in (text.find("["), text.find("{")) if i >= 0], default=-1)
-    if start < 0:
-        raise BadOutput("no JSON in the output: " + text.strip()[:80])
-    try:
-        return json.JSONDecoder().raw_decode(text[start:])[0]
-    except ValueError as e:
-        raise BadOutput(f"unreadable JSON: {e}") from None
+    return mem_bytes(obj, "mib")  # amd-smi gives sizes without a unit in MiB
 
 
 def parse_amd_smi_metric(text: str) -> list[dict[str, Any]]:
     """``amd-smi metric --json`` (whole output, warnings before the JSON allowed)."""
-    data = _json_from(text)
+    data = json_from(text)
     if isinstance(data, dict):
         data = data.get("gpu_data", data.get("gpus", [data]))
     if not isinstance(data, list):
@@ -161,7 +108,7 @@ def parse_amd_smi_metric(text: str) -> list[dict[str, Any]]:
         r: dict[str, Any] = {"gpu": int(g["gpu"]) if isinstance(g.get("gpu"), int) else i}
         usage = g.get("usage")
         if isinstance(usage, dict):
-            v, _ = _vu(usage.get("gfx_activity"))
+            v, _ = value_unit(usage.get("gfx_activity"))
             if v is not None:
                 r["busy_pct"] = v
         mem = g.get("mem_usage")
@@ -174,17 +121,17 @@ def parse_amd_smi_metric(text: str) -> list[dict[str, Any]]:
                 r["vram_total_bytes"] = b
         temp = g.get("temperature")
         if isinstance(temp, dict):
-            v, _ = _vu(temp.get("edge"))
+            v, _ = value_unit(temp.get("edge"))
             if v is not None:
                 r["temp_c"] = v
-            v, _ = _vu(temp.get("hotspot"))
+            v, _ = value_unit(temp.get("hotspot"))
             if v is not None:
                 r["temp_hot_c"] = v
                 r.setdefault("temp_c", v)
         power = g.get("power")
         if isinstance(power, dict):
             for key in ("socket_power", "average_socket_power", "current_socket_power"):
-                v, _ = _vu(power.get(key))
+                v, _ = value_unit(power.get(key))
                 if v is not None:
                     r["power_w"] = v
                     break
@@ -197,7 +144,7 @@ def parse_amd_smi_metric(text: str) -> list[dict[str, Any]]:
         if isinstance(clock, dict):
             gfx = clock.get("gfx_0") or clock.get("gfx")
             if isinstance(gfx, dict):
-                v, _ = _vu(gfx.get("clk"))
+                v, _ = value_unit(gfx.get("clk"))
                 if v is not None:
                     r["sclk_mhz"] = v
         out.append(r)
@@ -211,7 +158,7 @@ def parse_amd_smi_metric(text: str) -> list[dict[str, Any]]:
 
 # rocm-smi JSON keys (lower-cased) -> sample field, how the value is kept; the first that matches wins
 def _int_or_none(val: Any) -> int | None:
-    v = _num(val)
+    v = number(val)
     return None if v is None else int(v)
 
 
@@ -221,20 +168,20 @@ def _mhz(val: Any) -> float | None:
 
 
 _ROCM_SMI_FIELDS: list[tuple[str, Any, Any]] = [
-    ("busy_pct", lambda k: k == "gpu use (%)", _num),
+    ("busy_pct", lambda k: k == "gpu use (%)", number),
     ("vram_used_bytes", lambda k: k == "vram total used memory (b)", _int_or_none),
     ("vram_total_bytes", lambda k: k == "vram total memory (b)", _int_or_none),
-    ("temp_c", lambda k: k.startswith("temperature (sensor edge)"), _num),
-    ("temp_hot_c", lambda k: k.startswith("temperature (sensor junction)"), _num),
-    ("power_w", lambda k: "graphics package power (w)" in k and "max" not in k, _num),
-    ("power_cap_w", lambda k: k.startswith("max graphics package power"), _num),
+    ("temp_c", lambda k: k.startswith("temperature (sensor edge)"), number),
+    ("temp_hot_c", lambda k: k.startswith("temperature (sensor junction)"), number),
+    ("power_w", lambda k: "graphics package power (w)" in k and "max" not in k, number),
+    ("power_cap_w", lambda k: k.startswith("max graphics package power"), number),
     ("sclk_mhz", lambda k: k.startswith("sclk clock speed"), _mhz),
 ]
 
 
 def parse_rocm_smi_json(text: str) -> list[dict[str, Any]]:
     """``rocm-smi --showuse --showmeminfo vram --showtemp --showpower --showclocks --json``."""
-    data = _json_from(text)
+    data = json_from(text)
     if not isinstance(data, dict):
         raise BadOutput("rocm-smi JSON is not an object")
     out = []

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..smi_values import UNIT_BYTES, mem_bytes
 from .base import ParseResult, SmiGpu, empty_input, guarded_parse, tool_text
 from .rocminfo import cut_marker, gpu_list_facts, is_placeholder, looks_like_driver_version, set_gfx, strip_ansi
 
@@ -35,7 +36,6 @@ _ROCM_VERSION_RE = re.compile(r"ROCm version:\s*(\d+\.\d+(?:\.\d+)*)")
 _AMDGPU_VERSION_RE = re.compile(r"amdgpu version:\s*([^\s|]+)")
 _BOX_NAME_ROW_RE = re.compile(r"^\|\s*([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(.*?)\s*\|")
 _BOX_IDX_ROW_RE = re.compile(r"^\|\s*(\d+)\s+\S+.*?\|.*?(\d+)\s*/\s*(\d+)\s*MB\s*\|")
-_MEM_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?i?B)\b", re.IGNORECASE)
 _SELECTION_RE = re.compile(r"amd-smi\b[^\n]*\s(?:-g|--gpu)\s+\d")
 _JSON_START_RE = re.compile(r"(?m)^[ \t]*[\[{]")
 
@@ -44,8 +44,6 @@ _ERROR_LINE_RE = re.compile(
     r"|ModuleNotFoundError|ImportError|amdsmi_init|Permission denied)[^\n]*$")
 _MONITOR_HEADER_RE = re.compile(r"(?m)^[ \t]*GPU[ \t]+(?:XCP[ \t]+)?(?:POWER|GPU_T|MEM_T|GFX_|MEM_|VRAM_|ENC_|DEC_|SINGLE_ECC|PCIE_)")
 _BOX_LINE_RE = re.compile(r"(?m)^[ \t]*\|[^\n]*$")
-_UNIT = {"b": 1, "kb": 1024, "kib": 1024, "mb": 1024 ** 2, "mib": 1024 ** 2, "gb": 1024 ** 3, "gib": 1024 ** 3,
-         "tb": 1024 ** 4, "tib": 1024 ** 4}
 
 _ERROR_MARKERS = ("Unable to detect any GPU devices", "AMDSMI_STATUS_", "Traceback (most recent call last)",
                   "ModuleNotFoundError", "ImportError", "amdsmi_init", "Permission denied")  # cheap whole-text pre-checks
@@ -77,22 +75,8 @@ def parse(text: str) -> ParseResult:
 
 
 def _bytes(value: Any) -> int | None:
-    """'65536 MB' / {'value': 65536, 'unit': 'MB'} / 65536 (MB) -> bytes; None for N/A."""
-    if isinstance(value, dict):
-        v, unit = value.get("value"), str(value.get("unit", "MB"))
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            factor = _UNIT.get(unit.strip().lower())
-            return int(v * factor) if factor else None
-        return _bytes(f"{v} {unit}") if v is not None else None
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return int(value * _UNIT["mb"])
-    m = _MEM_RE.match(str(value))
-    if not m:
-        return None
-    factor = _UNIT.get(m.group(2).lower())
-    return int(float(m.group(1)) * factor) if factor else None
+    """'65536 MB' / {'value': 65536, 'unit': 'MB'} / 65536 (MB) -> bytes; None for N/A and unreadable values."""
+    return mem_bytes(value, "mb", strict=False)
 
 
 def _set_gfx(gpu: SmiGpu, value: str, res: ParseResult) -> None:
@@ -280,8 +264,8 @@ def _scan_box(text: str, gpus: dict[int, SmiGpu]) -> None:
             gpu = gpus.setdefault(int(bm.group(1)), SmiGpu())
             if not is_placeholder(pending_box):
                 gpu.name = pending_box
-            gpu.used = int(bm.group(2)) * _UNIT["mb"]
-            gpu.total = int(bm.group(3)) * _UNIT["mb"]
+            gpu.used = int(bm.group(2)) * UNIT_BYTES["mb"]
+            gpu.total = int(bm.group(3)) * UNIT_BYTES["mb"]
             pending_box = None
 
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import re
 
+from ..smi_values import MIB, number
 from .base import ParseResult, guarded_parse
 
 KIND = "nvidia_smi"
 
-MIB = 1024 * 1024
 WINDOW = 2_000_000
 
 _HDR_DRIVER = re.compile(r"(?:Driver|KMD) Version:\s*(\d+(?:\.\d+)+)")
@@ -401,12 +401,7 @@ def parse_gpu_load(text: str) -> list[dict]:
         parts = [p.strip() for p in ln.split(",")]
         if len(parts) != 5 or not parts[0].isdigit():
             continue
-
-        def num(x: str) -> float | None:
-            m = re.match(r"^(\d+(?:\.\d+)?)\s*(?:%|MiB)?$", x)
-            return float(m.group(1)) if m else None
-
-        busy, used, total = num(parts[2]), num(parts[3]), num(parts[4])
+        busy, used, total = (number(x, strict=False) for x in parts[2:5])
         out.append({"index": int(parts[0]), "uuid": parts[1], "busy": busy,
                     "used": int(used) * MIB if used is not None else None,
                     "total": int(total) * MIB if total is not None else None})
