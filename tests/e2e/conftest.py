@@ -140,3 +140,54 @@ def wait_app(page, settle_ms: int = 600) -> None:
             return
         last = size
         page.wait_for_timeout(100)
+
+
+# ---------------------------------------------------------------------------------------------- shared steps
+DESKTOP = {"width": 1440, "height": 900}
+PHONE = {"width": 390, "height": 844}
+DOCS = ROOT / "docs" / "screenshots"
+
+
+def context(browser, view: str):
+    if view == "phone":
+        return browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, accept_downloads=True)
+    return browser.new_context(viewport=DESKTOP, accept_downloads=True)
+
+
+def alerts(page) -> list[tuple[str, str]]:
+    """(kind, text) of every alert box on the page: kind is error, warning, info or success."""
+    return page.evaluate("""() => [...document.querySelectorAll('[data-testid^=stAlertContent]')]
+        .map(c => [c.dataset.testid.replace('stAlertContent', '').toLowerCase(), c.innerText])""")
+
+
+def overflow(page) -> int:
+    """How many pixels the widest element sticks out past the right edge of the screen (0: none)."""
+    return page.evaluate("""() => {
+        const w = document.documentElement.clientWidth; let worst = 0;
+        for (const e of document.querySelectorAll('[data-testid=stMain] *')) {
+            const r = e.getBoundingClientRect();
+            if (r.width === 0 || r.height === 0) continue;
+            // a code box or data grid scrolls inside itself: its own box is what counts
+            if (e.closest('pre, [data-testid=stDataFrame], [data-testid=stCode] , canvas')) continue;
+            worst = Math.max(worst, r.right - w);
+        }
+        return Math.max(0, Math.round(worst), document.documentElement.scrollWidth - w);
+    }""")
+
+
+def keep(p: Path, name: str) -> None:
+    """Refresh a screenshot of docs/ from this run."""
+    DOCS.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(p, DOCS / f"{name}.png")
+
+
+def paste_and_diagnose(page, lang: str, text: str, until: str = "ui.render.causes") -> None:
+    """On the Diagnose page: open the Paste tab, paste *text*, press "Diagnose" and wait until the heading of
+    catalogue key *until* (the confirmed causes by default; "ui.render.possible_header" for guesses) is shown."""
+    from diagnostics.i18n import t
+
+    page.get_by_role("tab", name=t("ui.diagnose.tab_paste", lang).split(": ", 1)[1]).click()
+    page.get_by_role("textbox", name=t("ui.diagnose.paste_label", lang), exact=True).fill(text)
+    page.get_by_role("button", name=t("ui.diagnose.diagnose_pasted", lang)).click()
+    page.get_by_text(t(until, lang)).wait_for(timeout=60_000)
+    wait_app(page)

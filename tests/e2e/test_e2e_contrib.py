@@ -11,25 +11,9 @@ import pytest
 
 from diagnostics import service
 from diagnostics.i18n import t
-from tests.e2e.conftest import shot, wait_app
-from tests.e2e.test_e2e_issue18 import keep, overflow
+from tests.e2e.conftest import alerts, context, keep, overflow, paste_and_diagnose, shot, wait_app
 
-DESKTOP = {"width": 1440, "height": 900}
-PHONE = {"width": 390, "height": 844}
-VIEWS = {"desktop": DESKTOP, "phone": PHONE}
 WORDS = {"en": "my vram is full when I generate images", "zh": "显存满了，生成图片时报错"}
-
-
-def context(browser, view: str):
-    if view == "phone":
-        return browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, accept_downloads=True)
-    return browser.new_context(viewport=DESKTOP, accept_downloads=True)
-
-
-def alerts(page) -> list[tuple[str, str]]:
-    """(kind, text) of every alert box on the page: kind is error, warning, info or success."""
-    return page.evaluate("""() => [...document.querySelectorAll('[data-testid^=stAlertContent]')]
-        .map(c => [c.dataset.testid.replace('stAlertContent', '').toLowerCase(), c.innerText])""")
 
 
 @pytest.mark.parametrize("view", ["desktop", "phone"])
@@ -40,11 +24,7 @@ def test_vague_symptom_in_words_is_possible_causes_not_red(server, browser, lang
     try:
         page.goto(server.url + f"/?lang={lang}")
         wait_app(page)
-        page.get_by_role("tab", name=t("ui.diagnose.tab_paste", lang).split(": ", 1)[1]).click()
-        page.get_by_role("textbox", name=t("ui.diagnose.paste_label", lang), exact=True).fill(WORDS[lang])
-        page.get_by_role("button", name=t("ui.diagnose.diagnose_pasted", lang)).click()
-        page.get_by_text(t("ui.render.possible_header", lang)).wait_for(timeout=60_000)
-        wait_app(page)
+        paste_and_diagnose(page, lang, WORDS[lang], until="ui.render.possible_header")
         boxes = alerts(page)
         head = t("ui.render.possible_only", lang, count=0, titles="").split("**")[1]
         assert any(k == "info" and head in txt for k, txt in boxes), boxes

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from diagnostics.i18n import t
 from diagnostics.service import get_kb
-from tests.e2e.conftest import shot, wait_app
+from tests.e2e.conftest import paste_and_diagnose, shot, wait_app
 
 NO_BINARY = '"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"\nAborted (core dumped)\n'
 
@@ -28,11 +28,7 @@ def test_diagnose_page_in_chinese(server, page):
     nav = nav_labels(page)
     assert t("ui.app.nav_diagnose", "zh") in nav and t("ui.app.nav_kb", "zh") in nav, nav
     # a pasted log, diagnosed: the cause and the fix in Chinese, the tool's error text verbatim
-    page.get_by_role("tab", name=t("ui.diagnose.tab_paste", "zh").split(": ", 1)[1]).click()
-    page.get_by_role("textbox", name=t("ui.diagnose.paste_label", "zh"), exact=True).fill(NO_BINARY)
-    page.get_by_role("button", name=t("ui.diagnose.diagnose_pasted", "zh")).click()
-    page.get_by_text(t("ui.render.causes", "zh")).wait_for(timeout=60_000)
-    wait_app(page)
+    paste_and_diagnose(page, "zh", NO_BINARY)
     kb, _ = get_kb()
     zh_title = kb.by_id()["hip-no-binary-for-gpu"].translations["zh"]["title"]
     body = page.inner_text("body")

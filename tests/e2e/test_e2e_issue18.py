@@ -4,41 +4,16 @@ overflow, the checks board is cards, in English and in Chinese; the session page
 issue".  Screenshots refresh docs/screenshots/ (the README and docs/UI.md show them)."""
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 
 import pytest
 
 from diagnostics import service
 from diagnostics.i18n import t
-from tests.e2e.conftest import ROOT, shot, wait_app
+from tests.e2e.conftest import PHONE, keep, overflow, paste_and_diagnose, shot, wait_app
 
 NO_BINARY = ('rocBLAS warning: No paths matched /opt/rocm/lib/rocblas/library/*gfx1031*co.\n'
              '"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"\n'
              "Aborted (core dumped)\n")
-PHONE = {"width": 390, "height": 844}
-DOCS = ROOT / "docs" / "screenshots"
-
-
-def keep(p: Path, name: str) -> None:
-    """Refresh a screenshot of docs/ from this run."""
-    DOCS.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(p, DOCS / f"{name}.png")
-
-
-def overflow(page) -> int:
-    """How many pixels the widest element sticks out past the right edge of the screen (0: none)."""
-    return page.evaluate("""() => {
-        const w = document.documentElement.clientWidth; let worst = 0;
-        for (const e of document.querySelectorAll('[data-testid=stMain] *')) {
-            const r = e.getBoundingClientRect();
-            if (r.width === 0 || r.height === 0) continue;
-            // a code box or data grid scrolls inside itself: its own box is what counts
-            if (e.closest('pre, [data-testid=stDataFrame], [data-testid=stCode] , canvas')) continue;
-            worst = Math.max(worst, r.right - w);
-        }
-        return Math.max(0, Math.round(worst), document.documentElement.scrollWidth - w);
-    }""")
 
 
 def test_zh_cn_browser_gets_chinese_and_a_chinese_uploader(server, browser):
@@ -72,11 +47,7 @@ def test_phone_results_have_no_horizontal_overflow(server, browser, lang):
     try:
         page.goto(server.url + f"/?lang={lang}")
         wait_app(page)
-        page.get_by_role("tab", name=t("ui.diagnose.tab_paste", lang).split(": ", 1)[1]).click()
-        page.get_by_role("textbox", name=t("ui.diagnose.paste_label", lang), exact=True).fill(NO_BINARY)
-        page.get_by_role("button", name=t("ui.diagnose.diagnose_pasted", lang)).click()
-        page.get_by_text(t("ui.render.causes", lang)).wait_for(timeout=60_000)
-        wait_app(page)
+        paste_and_diagnose(page, lang, NO_BINARY)
         assert overflow(page) <= 1, f"{overflow(page)} px past the right edge"
         keep(shot(page, f"issue18-phone-{lang}"), f"phone-diagnose-{lang}")
     finally:

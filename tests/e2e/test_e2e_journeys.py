@@ -16,9 +16,8 @@ import pytest
 
 from diagnostics import service
 from diagnostics.i18n import t
-from tests.e2e.conftest import wait_app
-from tests.e2e.test_e2e_contrib import alerts, context
-from tests.e2e.test_e2e_issue18 import NO_BINARY, overflow
+from tests.e2e.conftest import alerts, context, overflow, paste_and_diagnose, wait_app
+from tests.e2e.test_e2e_issue18 import NO_BINARY
 
 VIEWS = ["desktop", "phone"]
 LANGS = ["en", "zh"]
@@ -45,11 +44,7 @@ def test_teammate_pastes_a_log_saves_and_opens_the_link(server, browser, lang, v
     try:
         page.goto(server.url + f"/?lang={lang}")
         wait_app(page)
-        page.get_by_role("tab", name=t("ui.diagnose.tab_paste", lang).split(": ", 1)[1]).click()
-        page.get_by_role("textbox", name=t("ui.diagnose.paste_label", lang), exact=True).fill(NO_BINARY)
-        page.get_by_role("button", name=t("ui.diagnose.diagnose_pasted", lang)).click()
-        page.get_by_text(t("ui.render.causes", lang)).wait_for(timeout=60_000)
-        wait_app(page)
+        paste_and_diagnose(page, lang, NO_BINARY)
         title = _title("hip-no-binary-for-gpu", lang)
         page.get_by_text(title).first.wait_for()
         assert any(k == "error" for k, _ in alerts(page)), "a confirmed cause is a problem: the banner is red"
