@@ -25,12 +25,17 @@ import yaml
 RULES_FILE = Path(__file__).resolve().parent / "kb_dangerous.yaml"
 MAX_AGE_DAYS = 183  # six months
 
-# The current release of each component advice is checked against, used where the support matrix (helper
-# "matrix", SHARED_DECISIONS 2) does not say: :func:`current_versions` prefers the matrix's newest wheels.
-# Sources (2026-12-01): torch 2.15.0 is the newest torch on PyPI (`pip index versions torch`); transformers
-# 5.x the newest major on PyPI; ROCm 7.2 the newest release line tagged on ROCm/rocminfo
-# (https://github.com/ROCm/rocminfo/releases, rocm-7.2.4).
-CURRENT_VERSIONS: dict[str, str] = {"rocm": "7.2", "torch": "2.15", "transformers": "5.0"}
+# The current release of each component advice is checked against.  :func:`current_versions` takes, per component,
+# the newer of this table and the support matrix's newest wheels (helper "matrix", SHARED_DECISIONS 2): the matrix
+# only lists wheel folders whose arch lists were established, so a release it has no row for yet (torch 2.15, ROCm
+# 10.0) is still "current" here and entries checked against an older one are flagged.
+# Sources (2026-12-02, docs/KB_AUDIT.md "Audit part 6"):
+#   torch 2.15: `pip index versions torch` lists 2.15.0 as the newest release (RELEASE.md: released 28 Oct 2026).
+#   rocm 10.0: ROCm's docs call 10.0.0 "the latest production release" (transition guide,
+#     https://rocm.docs.amd.com/en/latest/about/transition-guide-TheRock.html; docs-10.0.0 pages "ROCm Core SDK
+#     10.0.0"); TheRock's release/therock-10.0 branch carries version.json 10.0.0.
+#   transformers 5.x: the newest major on PyPI.
+CURRENT_VERSIONS: dict[str, str] = {"rocm": "10.0", "torch": "2.15", "transformers": "5.0"}
 
 CAVEAT_RE = re.compile(r"^\s*(?:>\s*)?\*\*(?:Caution|注意)(?::|：)\*\*", re.M)
 CAVEAT_RE_EN = re.compile(r"^\s*(?:>\s*)?\*\*Caution:\*\*", re.M)
@@ -95,9 +100,10 @@ def load_rules(path: str | None = None) -> tuple[Rule, ...]:
 
 
 def current_versions(kb_dir: str | None = None) -> dict[str, str]:
-    """Current versions: from the support matrix where one is shipped (helper "matrix":
-    ``diagnostics/support.py``, ``kb/support/gpu-matrix.yaml``) -- the newest torch release and the newest ROCm
-    and CUDA wheel folders it lists -- over :data:`CURRENT_VERSIONS` for anything it does not name."""
+    """Current versions: per component the newer of :data:`CURRENT_VERSIONS` and the support matrix's newest wheels
+    (helper "matrix": ``diagnostics/support.py``, ``kb/support/gpu-matrix.yaml``) -- the newest torch release and the
+    newest ROCm and CUDA wheel folders it lists.  The table is a floor: a matrix that has no row yet for a newer
+    release never makes an older one "current"."""
     out = dict(CURRENT_VERSIONS)
     try:
         from . import support  # type: ignore[attr-defined]
@@ -115,7 +121,9 @@ def current_versions(kb_dir: str | None = None) -> dict[str, str]:
                 if pv and pv[:2] > newest.get(name, ()):
                     newest[name] = pv[:2]
         for name, pv in newest.items():
-            out[name] = ".".join(str(x) for x in pv)
+            table = parse_version(out[name]) if name in out else None
+            if not table or pv > table[:2]:
+                out[name] = ".".join(str(x) for x in pv)
     except Exception:  # noqa: BLE001 - a broken matrix is reported by its own lint; keep the table here
         pass
     return out

@@ -543,6 +543,9 @@ class Install:
     override: str | None        # HSA_OVERRIDE_GFX_VERSION still needed with this wheel
     targets: list[str]
     check_target: str           # what get_arch_list() must contain afterwards
+    # the installed torch release when it is newer than this wheel's (e.g. 2.15.0 while the matrix's newest established
+    # arch list is 2.14's): the command is then a downgrade, and the report says so instead of presenting it as current
+    newer_installed: str | None = None
 
     def command(self) -> str:
         w = self.wheel
@@ -573,6 +576,18 @@ MIN_SAFE_TORCH = (2, 6)
 
 
 def recommend_install(facts: dict[str, Any], matrix: Matrix | None = None) -> Install | None:
+    """:func:`_recommend_install`, marked ``newer_installed`` when the installed torch is a newer release than the
+    wheel computed (a downgrade: the matrix holds no established arch list of that release yet)."""
+    inst = _recommend_install(facts, matrix)
+    if inst is not None:
+        base = str(facts.get("torch.version") or "").partition("+")[0]
+        pv = parse_version(base) if base else None
+        if pv and pv[:3] > _tv(inst.wheel.torch)[:3]:
+            inst.newer_installed = ".".join(str(x) for x in pv[:3])
+    return inst
+
+
+def _recommend_install(facts: dict[str, Any], matrix: Matrix | None = None) -> Install | None:
     """The newest official wheel whose measured arch list carries every visible GPU (natively when possible, else
     through the GPU's override), within what the NVIDIA driver supports, and never a torch older than
     MIN_SAFE_TORCH.  None when that cannot be established (the fix text then says what to look for)."""
@@ -683,11 +698,17 @@ def placeholder_values(facts: dict[str, Any], matrix: Matrix | None = None) -> d
         check = f"`{VERIFY_CMD}` must then list `{inst.check_target}`"
         if inst.override:
             cmd = f"{cmd} (this build runs the GPU only with `HSA_OVERRIDE_GFX_VERSION={inst.override}` set)"
+        if inst.newer_installed:
+            cmd = (f"{cmd} (older than your torch {inst.newer_installed}: it is the newest release whose GPU list this "
+                   f"tool has established; if `{VERIFY_CMD}` in your torch {inst.newer_installed} already lists "
+                   f"`{inst.check_target}`, keep your torch instead)")
         vals["torch_install"] = f"{cmd}; {check}"
     return vals
 
 
-_ZH_INSTALL = ("`{cmd}`{ov}；之后 `" + VERIFY_CMD + "` 必须列出 `{tgt}`")
+_ZH_INSTALL = ("`{cmd}`{ov}{newer}；之后 `" + VERIFY_CMD + "` 必须列出 `{tgt}`")
+_ZH_NEWER = ("（比你已安装的 torch {v} 旧：这是本工具已确认 GPU 列表的最新版本；如果你的 torch {v} 的 `" + VERIFY_CMD
+             + "` 已列出 `{tgt}`，请保留现有 torch）")
 
 
 def fill(text: str, values: dict[str, str | None], lang: str = "en") -> str:
@@ -707,9 +728,12 @@ def fill(text: str, values: dict[str, str | None], lang: str = "en") -> str:
             return generic[name]
         if lang == "zh" and name == "torch_install" and values.get("_install_cmd"):
             ov = values.get("_install_override")
+            nv = values.get("_install_newer")
+            tgt = values.get("_install_check") or ""
             return _ZH_INSTALL.format(cmd=values["_install_cmd"],
                                       ov=f"（此版本需设置 `HSA_OVERRIDE_GFX_VERSION={ov}` 才能使用该 GPU）" if ov else "",
-                                      tgt=values.get("_install_check") or "")
+                                      newer=_ZH_NEWER.format(v=nv, tgt=tgt) if nv else "",
+                                      tgt=tgt)
         return v
 
     return PLACEHOLDER_RE.sub(rep, text)
@@ -724,6 +748,7 @@ def report_values(facts: dict[str, Any], matrix: Matrix | None = None) -> dict[s
         vals["_install_cmd"] = inst.command()
         vals["_install_override"] = inst.override
         vals["_install_check"] = inst.check_target
+        vals["_install_newer"] = inst.newer_installed
     return vals
 
 

@@ -374,7 +374,10 @@ def test_current_versions_come_from_the_support_matrix_when_present(monkeypatch)
     import diagnostics
     monkeypatch.setattr(diagnostics, "support", fake, raising=False)
     cur = kl.current_versions()
-    assert cur["torch"] == "2.16" and cur["rocm"] == "7.1" and cur["cuda"] == "13.0"
+    # the matrix's newest torch (2.16) is newer than the table's: it wins; its newest ROCm folder (7.1) is older than
+    # the table's current ROCm release: the table is a floor, so an older matrix never makes 7.1 "current"
+    assert cur["torch"] == "2.16" and cur["cuda"] == "13.0"
+    assert cur["rocm"] == kl.CURRENT_VERSIONS["rocm"]
     assert cur["transformers"] == kl.CURRENT_VERSIONS["transformers"]   # not in the matrix: the table
     fake.get_matrix = lambda kb_dir=None: (_ for _ in ()).throw(RuntimeError("broken matrix"))
     assert kl.current_versions() == kl.CURRENT_VERSIONS

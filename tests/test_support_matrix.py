@@ -340,3 +340,46 @@ def test_no_family_value_is_offered_where_no_override_can_work():
     assert "gfx1102 + gfx1103" in zh and "RDNA" not in zh
     one = {"torch.build": "rocm", "torch.arch_list": ["gfx1030", "gfx1100"], "gpu.gfx_targets": ["gfx1031"]}
     assert support.fill("{override}", support.report_values(one)) == "10.3.0"
+
+
+# ---------------------------------------------------------------------------------------------- newer installed torch
+
+@pytest.mark.parametrize("facts", [
+    {"torch.version": "2.15.0+cu130", "torch.build": "cuda", "nvidia.compute_caps": ["sm_89"],
+     "nvidia.driver_version": "580.95.05", "nvidia.cuda_version": "13.0"},
+    {"torch.version": "2.15.0+rocm7.2", "torch.build": "rocm", "gpu.gfx_targets": ["gfx1100"]},
+])
+def test_a_torch_newer_than_every_established_wheel_is_told_the_install_is_older(facts):
+    """Issue 15: torch 2.15.0 is on PyPI but the matrix has no established 2.15 arch list (audit part 6), so the
+    computed command is a 2.14 trio. It must say that it is older than the installed torch and when to keep it,
+    in English and Chinese, instead of reading as the current release."""
+    inst = support.recommend_install(facts, M)
+    assert inst is not None and inst.newer_installed == "2.15.0"
+    assert tuple(int(x) for x in inst.wheel.torch.split(".")) < (2, 15, 0)
+    vals = support.report_values(facts, M)
+    en = support.fill("{torch_install}", vals)
+    zh = support.fill("{torch_install}", vals, "zh")
+    assert "older than your torch 2.15.0" in en and f"lists `{inst.check_target}`" in en and "keep your torch" in en
+    assert "比你已安装的 torch 2.15.0 旧" in zh and inst.check_target in zh
+
+
+def test_same_or_older_installed_torch_gets_no_downgrade_note():
+    for ver in ("2.14.1+cu130", "2.13.0+cu130", "2.11.0"):
+        facts = {"torch.version": ver, "nvidia.compute_caps": ["sm_89"]}
+        inst = support.recommend_install(facts, M)
+        assert inst is not None and inst.newer_installed is None, ver
+        assert "older than your torch" not in support.fill("{torch_install}", support.report_values(facts, M))
+    # no torch at all (torch-not-installed): nothing to compare with
+    assert support.recommend_install({"gpu.gfx_targets": ["gfx1201"]}, M).newer_installed is None
+
+
+def test_lint_current_versions_are_not_lowered_by_the_matrix():
+    """The matrix tops out at torch 2.14 and the rocm7.2 folder, the table names torch 2.15 and ROCm 10.0 (audit
+    part 6): lint must treat the newer as current, so an entry checked against torch 2.14 or ROCm 7.2 is flagged."""
+    from diagnostics import kb_lint
+
+    cur = kb_lint.current_versions(str(ROOT / "kb"))
+    newest_torch = max(tuple(int(x) for x in w.torch.split(".")[:2]) for w in M.wheels)
+    assert tuple(int(x) for x in cur["torch"].split(".")) >= max(newest_torch, (2, 15))
+    assert tuple(int(x) for x in cur["rocm"].split(".")) >= (10, 0)
+    assert cur["cuda"] == "13.0"  # the newest CUDA folder with established wheels; no CUDA entry in the table
