@@ -2,7 +2,8 @@
 
 A log reaches the doctor through layers its entries were not written from: journald or docker prefixes, ANSI
 colour, a terminal or forum that hard-wraps long lines, CRLF line ends, a Markdown quote, a logging framework's
-timestamp, a wrapper's stream tag (SwarmUI ``[ComfyUI-0/STDERR]``, k8s ``[pod/x/c]``), full-width punctuation,
+timestamp, a wrapper's stream tag (SwarmUI ``[ComfyUI-0/STDERR]``, k8s ``[pod/x/c]``, docker compose ``svc-1  | ``,
+vLLM/Ray ``(RayWorkerWrapper pid=1) INFO 12-02 ...``, glog ``I1202 ...]``), full-width punctuation,
 HTML entities. None of these changes the failure, so none may change the first cause. This bench takes every
 tuning log (``tests/eval/tuning``, never the held-out sets) whose first cause is right as pasted, applies each
 layer on its own, and reports for each layer the share of those logs whose first cause stays right (and, for
@@ -62,6 +63,9 @@ LAYERS: dict[str, Callable[[str], str]] = {
     "k8s-stream": _lines(lambda i, ln: f"[pod/trainer-7c9f/worker] {ln}"),
     "swarmui-tag": _lines(lambda i, ln: f"01:02:{i % 60:02d}.123 [Debug] [ComfyUI-0/STDERR] {ln}"),
     "python-logging": _lines(lambda i, ln: f"2026-12-02 01:02:{i % 60:02d},123 - app - ERROR - {ln}"),
+    "vllm-ray": _lines(lambda i, ln: f"(RayWorkerWrapper pid=4711) INFO 12-02 01:02:{i % 60:02d} [worker.py:{100 + i}] {ln}"),
+    "docker-compose": _lines(lambda i, ln: f"comfyui-1  | {ln}"),
+    "glog": _lines(lambda i, ln: f"I1202 01:02:{i % 60:02d}.123456  4711 runner.cc:{100 + i}] {ln}"),
     "ansi-colour": lambda text: _ANSI_WORD.sub(lambda m: f"\x1b[1;31m{m.group(0)}\x1b[0m", text),
     "ansi-lines": _lines(lambda i, ln: f"\x1b[33m{ln}\x1b[0m" if ln else ln),
     "crlf": lambda text: text.replace("\n", "\r\n"),

@@ -10,7 +10,10 @@ the wrapped-line appendix is bounded by the size of the text.
   progress redraws as lines, full-width punctuation (``：，（）``) and typographic quotes as ASCII, and the line
   prefixes that logging layers put in front of a tool's own words (journald/syslog ``Mar 03 12:00:01 host
   kernel: ``, the kernel's ``[  123.456789] ``, docker/k8s ``2024-05-01T12:00:00.123456789Z [stdout F] ``,
-  Python-logging / Windows ``2024-05-01 12:00:00,123 `` timestamps, ``>>> ``/``$ `` prompts, ``> `` quotes)
+  Python-logging / Windows ``2024-05-01 12:00:00,123 `` timestamps and the level after them (``- app - ERROR - ``,
+  ``INFO ``, ``[ERROR] ``), vLLM's ``INFO 12-02 01:02:03 [file.py:12] `` behind Ray's ``(Worker pid=1) ``, glog's
+  ``I1202 01:02:03.123456 1 f.cc:1] ``, SwarmUI's ``10:31:55.123 [Debug] [ComfyUI-0/STDERR] ``, docker compose's
+  ``svc-1  | ``, ``kubectl logs --prefix``'s ``[pod/x/c] ``, ``>>> ``/``$ `` prompts, ``> `` quotes)
   removed, so a signature anchored at the start of the tool's line still matches.
 * :func:`html_text` (part of :func:`clean_log`) - a paste taken from a page's HTML: entities (``&quot;``, ``&apos;``)
   decoded, inline formatting tags (``<b>``, ``<code>``) dropped, ``<br>`` as a line break.
@@ -49,6 +52,7 @@ _MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec|\d{1,2}月)"   # jou
 # the program of a syslog line: "ollama[1234]" or the kernel; a bare word is not taken ("PyTorch version: ...")
 _PROG = r"(?:[\w./@-]{1,64}\[\d{1,10}\]|kernel)"
 _ISO = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
+_LEVEL = r"(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRITICAL|FATAL)"
 _PREFIX = re.compile(
     r"(?m)^(?:"
     # journald / syslog: "Mar 03 12:00:01 host kernel: ", "Mar  3 12:00:01 host ollama[1234]: "
@@ -63,6 +67,21 @@ _PREFIX = re.compile(
     r"|\[?\d{1,2}/\d{1,2}/\d{4},? \d{1,2}:\d\d:\d\d(?: ?[AP]M)?\]? "
     # the kernel's own clock: "[  123.456789] " (also after a journald prefix)
     r"|\[ {0,12}\d{1,10}\.\d{1,9}\] ?"
+    # a logging framework's level after its timestamp: "2024-05-01 12:00:00,123 - app - ERROR - " (the logging
+    # cookbook's format), "... INFO ", "[...] [ERROR] "; never "ERROR: " (pip and many tools print that themselves)
+    rf"|(?<=[\d\]] )(?:- [\w.<>-]{{1,64}} - )?{_LEVEL}(?: - | {{1,4}})"
+    rf"|\[{_LEVEL}\] "
+    # vLLM: "INFO 12-02 01:02:03 [api_server.py:1021] ", after Ray's / vLLM's process tag "(APIServer pid=123) "
+    rf"|{_LEVEL} \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{{1,6}})? \[[\w./-]{{1,128}}:\d{{1,6}}\] "
+    r"|\([\w.-]{1,64} pid=\d{1,10}(?:, ip=[\d.:a-f]{3,45})?\) "
+    # glog (TensorFlow, XLA, Ray's C++ core): "I1202 01:02:03.123456 12345 file.cc:123] "
+    r"|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6} {1,8}\d{1,10} [\w./-]{1,128}:\d{1,6}\] "
+    # SwarmUI: "10:31:55.123 [Debug] [ComfyUI-0/STDERR] " (its clock and level, then the backend's stream)
+    r"|\d\d:\d\d:\d\d\.\d{3} \[(?:Verbose|Debug|Info|Init|Warning|Error)\] "
+    r"|\[[\w.-]{1,32}/STD(?:OUT|ERR)\] "
+    # docker compose ("comfyui-1  | ", "ollama_1    | ") and kubectl logs --prefix ("[pod/web-7c9f/app] ")
+    r"|[\w.-]{1,64}[-_]\d{1,3} {1,32}\| "
+    r"|\[pod/[\w.-]{1,253}/[\w.-]{1,63}\] "
     # interactive prompts: ">>> ", "... ", "$ ", "user@host:~/dir$ ", "(venv) $ ", "PS C:\\x> "; "> " quotes
     r"|(?:\([\w.-]{1,64}\) ?)?[\w.@:~/-]{0,128}\$ "
     r"|(?:>>>|\.\.\.) "
@@ -70,7 +89,8 @@ _PREFIX = re.compile(
     r"|>{1,3} "
     r"){1,4}")
 _PREFIX_LINE = re.compile(_PREFIX.pattern[len("(?m)"):])
-_PREFIX_HINT = re.compile(rf"(?m)^(?:[A-Z][a-z]{{2}} |\d|\[|>|\.\.\. |\(|PS |[\w.@:~/-]{{0,128}}\$ )")
+_PREFIX_HINT = re.compile(rf"(?m)^(?:[A-Z][a-z]{{2}} |\d|\[|>|\.\.\. |\(|PS |[\w.@:~/-]{{0,128}}\$ |{_LEVEL} \d|[IWEF]\d{{4}} "
+                          r"|[\w.-]{1,64}[-_]\d{1,3} {1,32}\| )")
 
 WRAP_MIN = 50           # a line shorter than this is never taken for a wrapped one
 WRAP_MAX_RUN = 6        # at most this many physical lines are joined into one
@@ -151,7 +171,7 @@ def c_locale_words(text: str) -> str:
     return _LOCALIZED_RE.sub(lambda m: _LOCALIZED.get(m.group(0)) or _LOCALIZED_AT_END[m.group(0)], text)
 
 
-_FIRST = frozenset("0123456789[>.(PJFMASOND")   # what a prefix can start with (prompts are found by "$ ")
+_FIRST = frozenset("0123456789[>.(PJFMASONDTIWEC")   # what a prefix can start with (prompts: "$ ", compose: "| ")
 
 
 def strip_prefixes(text: str) -> str:
@@ -163,7 +183,7 @@ def strip_prefixes(text: str) -> str:
     match = _PREFIX_LINE.match
     changed = False
     for i, line in enumerate(lines):
-        if line and (line[0] in _FIRST or "$ " in line[:131]):
+        if line and (line[0] in _FIRST or "$ " in line[:131] or "| " in line[:100]):
             m = match(line)
             if m and m.end():
                 lines[i] = line[m.end():]

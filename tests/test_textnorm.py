@@ -41,12 +41,31 @@ COLLECT_ENV = ["PyTorch version: 2.5.1+cpu", "Is debug build: False", "CUDA used
     "2024-05-01T12:00:00.123456+00:00 gpu-box python3[4711]: ",  # rsyslog high precision
     "[2024-05-01 12:00:00.123] ",                               # ComfyUI's log prefix
     "05/01/2024 12:00:00 PM ",                                  # a Windows tool's timestamp
+    "2024-05-01 12:00:00,123 - app - ERROR - ",                 # the logging cookbook's format
+    "2024-05-01 12:00:00 INFO ",                                # a level after the timestamp
+    "[2024-05-01 12:00:00,123] [ERROR] ",                       # bracketed timestamp and level
+    "(APIServer pid=4711) INFO 12-02 01:02:03 [api_server.py:1021] ",  # vLLM behind its process tag
+    "(RayWorkerWrapper pid=4711, ip=10.0.0.5) ",                # a Ray worker's lines in the driver's log
+    "I1202 01:02:03.123456  4711 runner.cc:123] ",              # glog (TensorFlow, XLA, Ray's core)
+    "comfyui-1  | ",                                            # docker compose up
+    "ollama_1    | ",                                           # docker-compose v1
+    "[pod/trainer-7c9f/worker] ",                               # kubectl logs --prefix
+    "10:31:55.123 [Debug] [ComfyUI-0/STDERR] ",                 # SwarmUI's backend stream
     "\x1b[31m",                                                 # colour
 ])
 def test_anchored_signatures_match_behind_prefixes(matcher, prefix):
     text = "\n".join(prefix + line for line in COLLECT_ENV)
     assert "torch-cpu-only-wheel" in first(matcher, text)
     assert first(matcher, prefix + NO_BINARY)[0] == "hip-no-binary-for-gpu"
+
+
+def test_level_prefixes_never_eat_a_tools_own_words():
+    # pip, apt and many tools print "ERROR: ..." / "WARNING: ..." themselves; basicConfig's "ERROR:root:" is the
+    # message's own too; a level word is taken only after a timestamp or in brackets
+    keep = ("ERROR: Could not find a version that satisfies the requirement torch\nWARNING: Skipping torch\n"
+            "ERROR:root:boom\nFATAL ERROR in native method\nINFO: Started server\nGPU  | Temp\n| 0 | MI300X |")
+    assert clean_log(keep) == keep
+    assert clean_log("2024-05-01 12:00:00 INFO: Started server") == "INFO: Started server"
 
 
 def test_journald_in_a_chinese_locale_and_kernel_clock(matcher):
