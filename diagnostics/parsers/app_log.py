@@ -47,7 +47,11 @@ _DEVICE_COMFY = re.compile(r"^Device: (cuda:\d{1,2}) (.{1,120}?) : [\w.-]{1,40}\
 _DEVICE_FORGE = re.compile(r"^Device: (.{1,120}?) \((cuda:\d{1,2})\)(?: - \S.*)?$")
 _AMD_ARCH = re.compile(r"^AMD arch: (gfx[0-9a-f]{3,4})\s*$")
 _ROCM_TUPLE = re.compile(r"^ROCm version: \((\d{1,2}), (\d{1,2})\)\s*$")
-_COMFY_PYTHON = re.compile(r"^(?:\*\* )?Python version: (\d\.\d{1,2}\.\d{1,2})\b")
+_COMFY_PYTHON = re.compile(r"^(?:\*\* )?(?i:Python version): (\d\.\d{1,2}\.\d{1,2})\b")
+# the 'System Information' / 'Devices' part of ComfyUI's error report (markdown, '- **Name:** ...' once unbolded)
+_REPORT_NAME = re.compile(r"^Name: (cuda:\d{1,2}) (.{1,120}?) : [\w.-]{1,40}\s*$")
+_REPORT_VRAM = re.compile(r"^VRAM Total: (\d{6,15})\s*$")
+_REPORT_OS = re.compile(r"^OS: (nt|posix)\s*$")
 _COMFY_PLATFORM = re.compile(r"^\*\* Platform: (Windows|Linux|Darwin)\s*$")
 _ZLUDA = re.compile(r"\s*\[ZLUDA\]\s*$")
 # A1111 / Forge launch
@@ -100,7 +104,7 @@ class _Seen:
     facts: dict[str, Any] = field(default_factory=dict)
     conflicts: set[str] = field(default_factory=set)
     pip_torch: str | None = None          # the last torch pip installed (used only when nothing ran torch)
-    vram_mib: list[int] = field(default_factory=list)
+    vram_bytes: list[int] = field(default_factory=list)
     ollama_ids: set[str] = field(default_factory=set)
     zluda: bool = False
     directml: bool = False
@@ -146,6 +150,8 @@ def _scan(text: str) -> _Seen:
         s = line.strip().strip("`").strip()
         if not s or len(s) > MAX_LINE:
             continue
+        if s.startswith(("- **", "**")) and ":**" in s:   # a markdown report: '- **PyTorch Version:** 2.7.1+cu128'
+            s = s.replace("**", "").lstrip("-").strip()
         if "ZLUDA" in s:
             seen.zluda = True
         if "directml" in s.lower() and ("Using directml" in s or "--directml" in s or "torch_directml" in s):
@@ -159,14 +165,14 @@ def _comfy_line(s: str, seen: _Seen) -> bool:
     m = _TOTAL_VRAM.match(s)
     if m:
         seen.hits.add("comfy")
-        seen.vram_mib.append(int(m.group(1)))
+        seen.vram_bytes.append(int(m.group(1)) * MIB)
         seen.put("host.mem_total_bytes", int(m.group(2)) * MIB)
         return True
     m = _PT_VERSION.match(s)
     if m:
         _torch_version(m.group(1), seen, "comfy")
         return True
-    m = _DEVICE_COMFY.match(s)
+    m = _DEVICE_COMFY.match(s) or _REPORT_NAME.match(s)
     n = None if m else _DEVICE_FORGE.match(s)
     if m or n:
         name = m.group(2) if m else n.group(1)
@@ -192,6 +198,16 @@ def _comfy_line(s: str, seen: _Seen) -> bool:
     if m:
         seen.put("python.version", m.group(1))
         if "[MSC v." in s:
+            seen.put("os.name", "Windows")
+        return True
+    m = _REPORT_VRAM.match(s)
+    if m:
+        seen.vram_bytes.append(int(m.group(1)))
+        seen.hits.add("comfy")
+        return True
+    m = _REPORT_OS.match(s)
+    if m:
+        if m.group(1) == "nt":
             seen.put("os.name", "Windows")
         return True
     m = _COMFY_PLATFORM.match(s)
@@ -305,7 +321,7 @@ def _ollama_compute(kv: dict[str, str], seen: _Seen) -> None:
     if size:
         mib = float(size.group(1)) * (1024 if size.group(2) in ("GiB", "GB") else 1)
         if "type" not in kv or kv.get("type", "").strip('"') != "iGPU":
-            seen.vram_mib.append(int(mib))
+            seen.vram_bytes.append(int(mib * MIB))
 
 
 def _ggml_line(s: str, raw: str, seen: _Seen) -> bool:
@@ -407,10 +423,10 @@ def _finish(seen: _Seen, res: ParseResult) -> None:
             facts.setdefault("torch.build", build)
     if "torch.build" not in facts and facts.get("torch.hip_version"):
         facts["torch.build"] = "rocm"                 # ComfyUI prints 'ROCm version:' from torch.version.hip
-    if seen.vram_mib and not seen.directml:
+    if seen.vram_bytes and not seen.directml:
         names = facts.get("gpu.names") or []
         if not any(_IGPU_NAME.search(n) for n in names):   # an APU's figure counts shared memory too
-            facts["gpu.vram_total_bytes"] = max(seen.vram_mib) * MIB
+            facts["gpu.vram_total_bytes"] = max(seen.vram_bytes)
     if seen.zluda:
         res.notes.append("the log runs a CUDA build of torch through ZLUDA on an AMD GPU")
     if seen.directml:
