@@ -51,7 +51,7 @@ _COMFY_PYTHON = re.compile(r"^(?:\*\* )?(?i:Python version): (\d\.\d{1,2}\.\d{1,
 # the 'System Information' / 'Devices' part of ComfyUI's error report (markdown, '- **Name:** ...' once unbolded)
 _REPORT_NAME = re.compile(r"^Name: (cuda:\d{1,2}) (.{1,120}?) : [\w.-]{1,40}\s*$")
 _REPORT_VRAM = re.compile(r"^VRAM Total: (\d{6,15})\s*$")
-_REPORT_OS = re.compile(r"^OS: (nt|posix)\s*$")
+_REPORT_OS = re.compile(r"^OS: (nt|win32|posix|linux|darwin)\s*$")
 _COMFY_PLATFORM = re.compile(r"^\*\* Platform: (Windows|Linux|Darwin)\s*$")
 _ZLUDA = re.compile(r"\s*\[ZLUDA\]\s*$")
 # A1111 / Forge launch
@@ -207,7 +207,7 @@ def _comfy_line(s: str, seen: _Seen) -> bool:
         return True
     m = _REPORT_OS.match(s)
     if m:
-        if m.group(1) == "nt":
+        if m.group(1) in ("nt", "win32"):
             seen.put("os.name", "Windows")
         return True
     m = _COMFY_PLATFORM.match(s)
