@@ -156,3 +156,32 @@ def test_service_diagnoses_a_pasted_banner_from_its_facts():
     assert f["support.targets"] == ["gfx1031"] and f["torch.arch_supported"] is False
     assert f["support.override_status"] == "missing" and f["support.override_recommended"] == "10.3.0"
     assert "hip-no-binary-for-gpu" in [d["id"] for d in rep["diagnoses"] if d.get("basis") == "confirmed"]
+
+
+def test_support_matrix_reasons_from_a_real_banner():
+    """The banner of https://github.com/Comfy-Org/ComfyUI/issues/5387 (an RX 6950 XT with the torch 2.4.1+rocm6.1 wheel;
+    the thread's segfault was a Python 3.12.7 problem): the marketing name gives gfx1030, which ROCm's matrix lists; the
+    rocm6.1 wheel's arch list was never measured, so whether it carries gfx1030 stays unknown (nothing is predicted),
+    and no fact-based entry fires."""
+    log = ("liarus@LIARUS-KP:~$ comfyui\nTotal VRAM 16368 MB, total RAM 64219 MB\npytorch version: 2.4.1+rocm6.1\n"
+           "Set vram state to: NORMAL_VRAM\nDevice: cuda:0 AMD Radeon RX 6950 XT : native\n"
+           "Using sub quadratic optimization for cross attention, if you have memory or speed issues try using: "
+           "--use-split-cross-attention\n[Prompt Server] web root: /home/liarus/Git/ComfyUI/web\n")
+    rep = service.diagnose_text(logs=[("comfyui.log", log)])
+    f = rep["facts"]
+    assert f["torch.wheel_folder"] == "rocm6.1" and f["support.targets"] == ["gfx1030"]
+    assert f["support.official"] is True and f["gpu.vram_total_bytes"] == 16368 * 1024 * 1024
+    assert "torch.arch_supported" not in f and "support.override_status" not in f
+    confirmed = [d["id"] for d in rep["diagnoses"] if d.get("basis") == "confirmed" and d["severity"] in ("error", "critical")]
+    assert confirmed == [], confirmed
+
+
+def test_cuda_wheel_without_the_gpus_arch_is_predicted():
+    """A ComfyUI-format banner (constructed: the RTX 5070 Ti device line of the FlashVSR report with the cu118 wheel of
+    torch 2.0.0, whose arch list the matrix measured) predicts 'no kernel image' before anything runs."""
+    log = "pytorch version: 2.0.0+cu118\nDevice: cuda:0 NVIDIA GeForce RTX 5070 Ti : cudaMallocAsync\n"
+    rep = service.diagnose_text(logs=[("log", log)])
+    f = rep["facts"]
+    assert f["support.targets"] == ["sm_120"], f.get("support.targets")
+    assert f["torch.arch_supported"] is False and f["torch.unsupported_archs"] == ["sm_120"]
+    assert "cuda-no-kernel-image" in [d["id"] for d in rep["diagnoses"] if d.get("basis") == "confirmed"]
