@@ -220,13 +220,13 @@ def _comfy_line(s: str, seen: _Seen) -> bool:
 
 
 def _a1111_line(s: str, seen: _Seen) -> bool:
-    m = _PY_BANNER.match(s)
+    m = _PY_BANNER.match(s) if s.startswith("Python ") else None
     if m:
         seen.put("python.version", m.group(1))
         if "[MSC v." in m.group(2):
             seen.put("os.name", "Windows")
         return True
-    m = _A1111_FOOTER.search(s)
+    m = _A1111_FOOTER.search(s) if "torch: " in s else None
     if m:
         seen.put("python.version", m.group(1))
         _torch_version(m.group(2), seen, "a1111")
@@ -325,6 +325,8 @@ def _ollama_compute(kv: dict[str, str], seen: _Seen) -> None:
 
 
 def _ggml_line(s: str, raw: str, seen: _Seen) -> bool:
+    if not s.startswith(("ggml_", "Device ")):
+        return False
     m = _GGML_FOUND.match(s)
     if m:
         n = int(m.group(1))
@@ -376,7 +378,7 @@ def _other_line(s: str, seen: _Seen) -> bool:
             seen.put("pkg.vllm_build", build)
         seen.hits.add("vllm")
         return True
-    m = _UNAME.match(s)
+    m = _UNAME.match(s) if s.startswith("Linux ") else None
     if m:
         k: dict[str, Any] = {}
         kernel_facts(m.group(1), k)
