@@ -11,7 +11,7 @@ import importlib
 from ..textnorm import clean_log
 from .base import ParseResult, strip_log_layers
 
-KINDS = ("collect_env", "rocminfo", "rocm_smi", "amd_smi", "hipconfig", "dmesg", "nvidia_smi", "check_script", "hf_env")
+KINDS = ("collect_env", "rocminfo", "rocm_smi", "amd_smi", "hipconfig", "dmesg", "nvidia_smi", "check_script", "hf_env", "app_log")
 
 MAX_PARSE_BYTES = 8 * 1024 * 1024
 
@@ -71,14 +71,18 @@ def detect_kind(text: str, norm: str | None = None) -> str | None:
 def holds_facts(text: str) -> bool:
     """Whether a pasted log is worth parsing for facts: a tool output is recognised in it, or it holds the
     unambiguous check-script forms (``export HIP_VISIBLE_DEVICES=1``, ``print(torch.__version__)`` and its value,
-    a failed ``import torch``) somewhere inside a longer log."""
+    a failed ``import torch``) or an app's banner and device lines (``pytorch version: 2.3.0+rocm6.0``,
+    ``Device: cuda:0 AMD Radeon RX 7900 XTX : native``, ollama's ``inference compute``) somewhere inside a longer log."""
     norm = normalised(text)
     if detect_kind(text, norm) is not None:
         return True
-    try:
-        return bool(_module("check_script").parse_embedded(norm).facts)
-    except Exception:
-        return False
+    for k in EMBEDDED_ALWAYS:
+        try:
+            if _module(k).parse_embedded(norm).facts:
+                return True
+        except Exception:
+            continue
+    return False
 
 
 def parse(text: str, kind: str = "auto") -> ParseResult:
@@ -114,6 +118,9 @@ def parse(text: str, kind: str = "auto") -> ParseResult:
 
 
 EMBEDDED_MIN = 0.7   # how sure another parser must be before its facts are added to the main one's
+# readers whose every form is tied to one tool's own line, so they run on every paste (after the others, so a tool's
+# own dump keeps its values): the check-script forms and the apps' banners
+EMBEDDED_ALWAYS = ("check_script", "app_log")
 
 
 def _add_embedded(text: str, norm: str, result: ParseResult) -> None:
@@ -123,17 +130,19 @@ def _add_embedded(text: str, norm: str, result: ParseResult) -> None:
     main parser's value stays and a note says so.  Each parser is linear, so this is a few more linear passes."""
     extra: list[tuple[str, ParseResult]] = []
     for k, score in _scores(text, norm).items():
-        if k == result.kind or k == "check_script" or score < EMBEDDED_MIN:
+        if k == result.kind or k in EMBEDDED_ALWAYS or score < EMBEDDED_MIN:
             continue
         try:
             extra.append((k, _module(k).parse(text if k in RAW_KINDS else norm)))
         except Exception:
             continue
-    if result.kind != "check_script":
+    for k in EMBEDDED_ALWAYS:
+        if result.kind == k:
+            continue
         try:
-            extra.append(("check_script", _module("check_script").parse_embedded(norm)))
+            extra.append((k, _module(k).parse_embedded(norm)))
         except Exception:
-            pass
+            continue
     for k, r in extra:
         added = []
         for name, value in r.facts.items():

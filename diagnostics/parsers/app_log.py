@@ -1,0 +1,442 @@
+"""The startup banners and device lines of the apps people run, read for facts from any pasted log.
+
+The logs users paste most are not tool dumps but what their app printed while it started: the same facts a probe
+reads (torch's version and build, the GPU's name and target, VRAM, environment overrides) are in its first lines.
+
+    Total VRAM 24560 MB, total RAM 64213 MB            ComfyUI, Forge, Fooocus (comfy model_management)
+    pytorch version: 2.3.0+rocm6.0                     ... also 'PyTorch Version: 2.11.0+cu130' (Forge classic)
+    AMD arch: gfx1150 / ROCm version: (6, 4)           newer ComfyUI on ROCm
+    Device: cuda:0 AMD Radeon RX 7900 XTX : native     ... 'Device: NVIDIA GeForce RTX 3080 (cuda:0) - cudaMallocAsync'
+    ** Python version: 3.12.0 (tags/...) [MSC v.1935 64 bit (AMD64)]       ComfyUI; A1111: 'Python 3.10.6 (tags/...'
+    version: v1.10.1  •  python: 3.10.6  •  torch: 2.1.2+cu121  •  ...     the A1111 footer
+    RuntimeError: Torch is not able to use GPU; add --skip-torch-cuda-test ...     A1111's is_available() check
+    msg="inference compute" id=0 library=rocm variant="" compute=gfx1102 driver=0.0 name=1002:7480 total="8.0 GiB"
+    msg="amdgpu is not supported (supported types:[gfx1103])" gpu_type=gfx1150 gpu=0      ollama serve
+    msg="server config" env="map[... HSA_OVERRIDE_GFX_VERSION:10.3.0 ...]"               ollama serve
+    ggml_cuda_init: found 1 ROCm devices:  /  Device 0: AMD Radeon 780M Graphics, gfx1103 (0x1103), VMM: no   llama.cpp
+    ... -> physical GPU (device: 0, name: Tesla T4, pci bus id: 0000:00:07.0, compute capability: 7.5)     TensorFlow
+    INFO ... vLLM API server version 0.8.5                                                vLLM
+    Successfully installed ... torch-2.4.1+cu121 ...                                      pip
+
+Every reader is one anchored or bounded regular expression on one line (linear; lines over 4000 characters are
+skipped), and every value must have its fact's shape.  A fact the log cannot establish stays unknown: a 'Device:
+cpu' line says nothing about the GPU, an ollama device named by its PCI id gives no name, and two runs in one paste
+that disagree on a one-run fact leave it unknown.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..textnorm import clean_log
+from .base import ParseResult, build_flavour, guarded_parse, kernel_facts
+
+KIND = "app_log"
+MAX_LINES = 50_000
+MAX_LINE = 4000
+MIB = 1024 * 1024
+
+_VER = r"\d+\.\d+(?:\.\d+)?(?:[a-z]+\d*)?(?:\.dev\d+)?(?:\+[\w.]+)?"
+_TORCH_VERSION = re.compile(rf"^{_VER}$")
+
+# ComfyUI / Forge / Fooocus (comfy.model_management and its forks)
+_TOTAL_VRAM = re.compile(r"^Total VRAM (\d{1,8}) MB, total RAM (\d{1,9}) MB\b")
+_PT_VERSION = re.compile(r"(?i)^py ?torch version: (\S{1,80})")
+_DEVICE_COMFY = re.compile(r"^Device: (cuda:\d{1,2}) (.{1,120}?) : [\w.-]{1,40}\s*$")
+_DEVICE_FORGE = re.compile(r"^Device: (.{1,120}?) \((cuda:\d{1,2})\)(?: - \S.*)?$")
+_AMD_ARCH = re.compile(r"^AMD arch: (gfx[0-9a-f]{3,4})\s*$")
+_ROCM_TUPLE = re.compile(r"^ROCm version: \((\d{1,2}), (\d{1,2})\)\s*$")
+_COMFY_PYTHON = re.compile(r"^(?:\*\* )?(?i:Python version): (\d\.\d{1,2}\.\d{1,2})\b")
+# the 'System Information' / 'Devices' part of ComfyUI's error report (markdown, '- **Name:** ...' once unbolded)
+_REPORT_NAME = re.compile(r"^Name: (cuda:\d{1,2}) (.{1,120}?) : [\w.-]{1,40}\s*$")
+_REPORT_VRAM = re.compile(r"^VRAM Total: (\d{6,15})\s*$")
+_REPORT_OS = re.compile(r"^OS: (nt|win32|posix|linux|darwin)\s*$")
+_COMFY_PLATFORM = re.compile(r"^\*\* Platform: (Windows|Linux|Darwin)\s*$")
+_ZLUDA = re.compile(r"\s*\[ZLUDA\]\s*$")
+# A1111 / Forge launch
+_PY_BANNER = re.compile(r"^Python (\d\.\d{1,2}\.\d{1,2})\s\((?:tags/|main|default|[^)]{0,80}\d{4})[^)]{0,120}\)(.{0,120})$")
+_A1111_FOOTER = re.compile(r"\bpython: (\d\.\d{1,2}\.\d{1,2})\s+\S\s+torch: (\S{1,80})")
+_TORCH_NO_GPU = re.compile(r"(?:^|RuntimeError: |AssertionError: )Torch is not able to use GPU\b")
+# pip
+_PIP_INSTALLED = re.compile(r"^Successfully installed (.{1,3000})$")
+_PIP_TORCH = re.compile(rf"(?:^|\s)torch-({_VER})(?=\s|$)")
+_PIP_SATISFIED = re.compile(rf"^Requirement already satisfied: torch(?:==\S+)? in \S.{{0,300}}? \(({_VER})\)\s*$")
+# ollama serve
+_OLLAMA_LISTEN = re.compile(r"msg=\"Listening on \S{1,200} \(version ([0-9][\w.+-]{0,40})\)\"")
+_OLLAMA_COMPUTE = re.compile(r"msg=\"?inference compute\"?\s(.{1,1500})$")
+_KV = re.compile(r"(\w{1,40})=(\"[^\"]{0,300}\"|\S{0,300})")
+_OLLAMA_GPU_TYPE = re.compile(r"msg=\"amdgpu is (?:not )?supported[^\"]{0,600}\"(?:\s\S{1,300})*?\sgpu_type=(gfx[0-9a-f]{3,4})\b")
+_OLLAMA_OLD_UNSUPPORTED = re.compile(r"amdgpu \[\d{1,2}\] (gfx[0-9a-f]{3,4}) is not supported by ")
+_OLLAMA_DETECTED = re.compile(r"detected amdgpu versions \[((?:gfx[0-9a-f]{3,4} ?){1,16})\]")
+_OLLAMA_ENV_MAP = re.compile(r"msg=\"?server config\"? env=\"map\[")
+_OLLAMA_SKIP_CHECK = re.compile(r"msg=\"skipping rocm gfx compatibility check\" HSA_OVERRIDE_GFX_VERSION=(\S{1,40})")
+_ENV_IN_MAP = re.compile(r"(?:^|[\s\[])(HSA_OVERRIDE_GFX_VERSION|HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES"
+                         r"|CUDA_VISIBLE_DEVICES|GPU_DEVICE_ORDINAL):(\S{0,200})")
+_SIZE = re.compile(r"^\"?(\d{1,6}(?:\.\d{1,3})?) ?(GiB|MiB|GB|MB)\"?$")
+_PCI_ID_NAME = re.compile(r"^\"?(?:[0-9a-f]{4}:[0-9a-f]{4}|ROCm\d|CUDA\d)\"?$", re.I)
+# llama.cpp (ggml's CUDA/HIP backend)
+_GGML_FOUND = re.compile(r"^ggml_(?:cuda_init|init_cublas): found (\d{1,3}) (ROCm|CUDA) devices:")
+_GGML_DEV_GFX = re.compile(r"^\s*Device \d{1,3}: (.{0,120}?), (gfx[0-9a-f]{3,4})(?::[\w+:-]{0,40})? \(0x[0-9a-f]{3,4}\), VMM: (?:yes|no)")
+_GGML_DEV_CC = re.compile(r"^\s*Device \d{1,3}: (.{0,120}?), compute capability (\d{1,2})\.(\d), VMM: (?:yes|no)")
+_GGML_NO_DEVICE = re.compile(r"^ggml_cuda_init: failed to initialize ROCm: no ROCm-capable device is detected")
+# TensorFlow
+_TF_DEVICE = re.compile(r"physical GPU \(device: \d{1,3}, name: ([^,()]{1,120}), pci bus id: [0-9a-fA-F:.]{1,20}"
+                        r"(?:, compute capability: (\d{1,2})\.(\d))?\)")
+_TF_IGNORING = re.compile(r"Ignoring visible gpu device \(device: \d{1,3}, name: ([^,()]{1,120}), pci bus id: "
+                          r"[0-9a-fA-F:.]{1,20}, compute capability: (\d{1,2})\.(\d)\)")
+# vLLM
+_VLLM_VERSION = re.compile(rf"(?:vLLM API server version |Initializing an? (?:V\d )?LLM engine \(v)({_VER})\b")
+# uname -a
+_UNAME = re.compile(r"^Linux \S{1,64} (\d+\.\d+\.\d+[\w.+~-]{0,80}) #\d{1,6}")
+
+_AMD_NAME = re.compile(r"(?i)\b(amd|radeon|instinct)\b")
+_NVIDIA_NAME = re.compile(r"(?i)\b(nvidia|geforce|rtx|gtx|quadro|tesla)\b")
+_IGPU_NAME = re.compile(r"(?i)\bRadeon(?:\(TM\))? (?:\d{3}M|Graphics|Vega \d+ Graphics)\b|\bRadeon(?:\(TM\))? Vega\b")
+
+# what one run answers: two runs in one paste that disagree leave the fact unknown
+_ONE_RUN = ("torch.version", "torch.cuda_available", "python.version", "ollama.version", "pkg.vllm", "gpu.count",
+            "hip.device_count", "torch.hip_version")
+
+
+@dataclass
+class _Seen:
+    facts: dict[str, Any] = field(default_factory=dict)
+    conflicts: set[str] = field(default_factory=set)
+    pip_torch: str | None = None          # the last torch pip installed (used only when nothing ran torch)
+    vram_bytes: list[int] = field(default_factory=list)
+    ollama_ids: set[str] = field(default_factory=set)
+    zluda: bool = False
+    directml: bool = False
+    hits: set[str] = field(default_factory=set)   # which readers fired (detect's evidence)
+
+    def put(self, fact: str, value: Any) -> None:
+        old = self.facts.get(fact)
+        if old is None:
+            self.facts[fact] = value
+        elif old != value and fact in _ONE_RUN:
+            self.conflicts.add(fact)
+
+    def add(self, fact: str, item: str) -> None:
+        items = self.facts.setdefault(fact, [])
+        if item not in items:
+            items.append(item)
+
+
+def detect(text: str) -> float:
+    """0.5 when an app banner or device line is found: enough to be read when nothing else recognises the paste,
+    never enough to displace a tool's own parser (the registry always reads app lines as embedded facts)."""
+    seen = _scan(text[:200_000])
+    return 0.5 if seen.hits and seen.facts else 0.0
+
+
+def parse(text: str) -> ParseResult:
+    return guarded_parse(KIND, text, _parse_into, "app log")
+
+
+def parse_embedded(text: str) -> ParseResult:
+    """The same readers: each one is tied to its app's own line, so they are safe inside any other paste."""
+    return parse(text)
+
+
+def _parse_into(text: str, res: ParseResult) -> None:
+    seen = _scan(text)
+    _finish(seen, res)
+
+
+def _scan(text: str) -> _Seen:
+    seen = _Seen()
+    for line in clean_log(text).split("\n")[:MAX_LINES]:
+        s = line.strip().strip("`").strip()
+        if not s or len(s) > MAX_LINE:
+            continue
+        if s.startswith(("- **", "**")) and ":**" in s:   # a markdown report: '- **PyTorch Version:** 2.7.1+cu128'
+            s = s.replace("**", "").lstrip("-").strip()
+        if "ZLUDA" in s:
+            seen.zluda = True
+        if "directml" in s.lower() and ("Using directml" in s or "--directml" in s or "torch_directml" in s):
+            seen.directml = True
+        _comfy_line(s, seen) or _a1111_line(s, seen) or _ollama_line(s, seen) or _ggml_line(s, line, seen) \
+            or _other_line(s, seen)
+    return seen
+
+
+def _comfy_line(s: str, seen: _Seen) -> bool:
+    m = _TOTAL_VRAM.match(s)
+    if m:
+        seen.hits.add("comfy")
+        seen.vram_bytes.append(int(m.group(1)) * MIB)
+        seen.put("host.mem_total_bytes", int(m.group(2)) * MIB)
+        return True
+    m = _PT_VERSION.match(s)
+    if m:
+        _torch_version(m.group(1), seen, "comfy")
+        return True
+    m = _DEVICE_COMFY.match(s) or _REPORT_NAME.match(s)
+    n = None if m else _DEVICE_FORGE.match(s)
+    if m or n:
+        name = m.group(2) if m else n.group(1)
+        if _ZLUDA.search(name):
+            seen.zluda = True
+            name = _ZLUDA.sub("", name)
+        _gpu_name(name, seen)
+        seen.put("torch.cuda_available", True)   # the app picked a cuda device: torch.cuda.is_available() said True
+        seen.hits.add("comfy-device")
+        return True
+    m = _AMD_ARCH.match(s)
+    if m:
+        seen.add("gpu.gfx_targets", m.group(1))
+        seen.add("gpu.vendors", "amd")
+        seen.hits.add("comfy")
+        return True
+    m = _ROCM_TUPLE.match(s)
+    if m:
+        seen.put("torch.hip_version", f"{int(m.group(1))}.{int(m.group(2))}")
+        seen.hits.add("comfy")
+        return True
+    m = _COMFY_PYTHON.match(s)
+    if m:
+        seen.put("python.version", m.group(1))
+        if "[MSC v." in s:
+            seen.put("os.name", "Windows")
+        return True
+    m = _REPORT_VRAM.match(s)
+    if m:
+        seen.vram_bytes.append(int(m.group(1)))
+        seen.hits.add("comfy")
+        return True
+    m = _REPORT_OS.match(s)
+    if m:
+        if m.group(1) in ("nt", "win32"):
+            seen.put("os.name", "Windows")
+        return True
+    m = _COMFY_PLATFORM.match(s)
+    if m:
+        if m.group(1) == "Windows":
+            seen.put("os.name", "Windows")
+        seen.hits.add("comfy")
+        return True
+    return False
+
+
+def _a1111_line(s: str, seen: _Seen) -> bool:
+    m = _PY_BANNER.match(s) if s.startswith("Python ") else None
+    if m:
+        seen.put("python.version", m.group(1))
+        if "[MSC v." in m.group(2):
+            seen.put("os.name", "Windows")
+        return True
+    m = _A1111_FOOTER.search(s) if "torch: " in s else None
+    if m:
+        seen.put("python.version", m.group(1))
+        _torch_version(m.group(2), seen, "a1111")
+        return True
+    if "Torch is not able to use GPU" in s and _TORCH_NO_GPU.search(s):
+        seen.put("torch.cuda_available", False)
+        seen.put("torch.installed", True)
+        seen.hits.add("a1111")
+        return True
+    m = _PIP_INSTALLED.match(s)
+    if m:
+        t = _PIP_TORCH.search(m.group(1))
+        if t:
+            seen.pip_torch = t.group(1)
+            seen.hits.add("pip")
+        return True
+    m = _PIP_SATISFIED.match(s)
+    if m:
+        seen.pip_torch = m.group(1)
+        seen.hits.add("pip")
+        return True
+    return False
+
+
+def _ollama_line(s: str, seen: _Seen) -> bool:
+    if "msg=" not in s and "amdgpu" not in s:
+        return False
+    m = _OLLAMA_LISTEN.search(s)
+    if m:
+        seen.put("ollama.version", m.group(1))
+        seen.hits.add("ollama")
+        return True
+    m = _OLLAMA_COMPUTE.search(s)
+    if m:
+        _ollama_compute(dict(_KV.findall(m.group(1))), seen)
+        return True
+    if _OLLAMA_ENV_MAP.search(s):
+        for name, value in _ENV_IN_MAP.findall(s):
+            value = value.rstrip("]\"")
+            if value:
+                seen.put(f"env.{name}", value)
+        seen.hits.add("ollama")
+        return True
+    m = _OLLAMA_SKIP_CHECK.search(s)
+    if m:
+        seen.put("env.HSA_OVERRIDE_GFX_VERSION", m.group(1).strip("\"'"))
+        seen.hits.add("ollama")
+        return True
+    m = _OLLAMA_GPU_TYPE.search(s) or _OLLAMA_OLD_UNSUPPORTED.search(s)
+    if m:
+        seen.add("gpu.gfx_targets", m.group(1))
+        seen.add("gpu.vendors", "amd")
+        seen.hits.add("ollama")
+        return True
+    m = _OLLAMA_DETECTED.search(s)
+    if m:
+        for g in m.group(1).split():
+            seen.add("gpu.gfx_targets", g)
+        seen.add("gpu.vendors", "amd")
+        seen.hits.add("ollama")
+        return True
+    return False
+
+
+def _ollama_compute(kv: dict[str, str], seen: _Seen) -> None:
+    """One 'inference compute' line: a GPU ollama will use (the CPU line, library=cpu, says nothing)."""
+    lib = kv.get("library", "").strip('"').lower()
+    if lib not in ("rocm", "cuda"):
+        return
+    key = f"{lib}:{kv.get('id', '')}"
+    if key in seen.ollama_ids:
+        return            # the same GPU listed again by a restart of the server
+    seen.ollama_ids.add(key)
+    seen.hits.add("ollama")
+    compute = kv.get("compute", "").strip('"')
+    if lib == "rocm":
+        seen.add("gpu.vendors", "amd")
+        if re.fullmatch(r"gfx[0-9a-f]{3,4}", compute):
+            seen.add("gpu.gfx_targets", compute)
+    else:
+        seen.add("gpu.vendors", "nvidia")
+        cc = re.fullmatch(r"(\d{1,2})\.(\d)", compute)
+        if cc:
+            seen.add("nvidia.compute_caps", f"sm_{cc.group(1)}{cc.group(2)}")
+        drv = kv.get("driver", "").strip('"')
+        if re.fullmatch(r"\d{1,2}\.\d{1,2}", drv) and drv != "0.0":
+            seen.put("nvidia.cuda_version", drv)   # cuDriverGetVersion: the CUDA version the driver supports
+    name = (kv.get("description") or kv.get("name") or "").strip('"').strip()
+    if name and not _PCI_ID_NAME.match(name):
+        _gpu_name(name, seen)
+    size = _SIZE.match(kv.get("total", ""))
+    if size:
+        mib = float(size.group(1)) * (1024 if size.group(2) in ("GiB", "GB") else 1)
+        if "type" not in kv or kv.get("type", "").strip('"') != "iGPU":
+            seen.vram_bytes.append(int(mib * MIB))
+
+
+def _ggml_line(s: str, raw: str, seen: _Seen) -> bool:
+    if not s.startswith(("ggml_", "Device ")):
+        return False
+    m = _GGML_FOUND.match(s)
+    if m:
+        n = int(m.group(1))
+        seen.put("gpu.count", n)
+        if m.group(2) == "ROCm":
+            seen.put("hip.device_count", n)
+            seen.add("gpu.vendors", "amd")
+            seen.facts["_ggml_rocm"] = True
+        seen.hits.add("ggml")
+        return True
+    m = _GGML_DEV_GFX.match(raw) or _GGML_DEV_GFX.match(s)
+    if m:
+        if m.group(1).strip():
+            _gpu_name(m.group(1), seen)
+        seen.add("gpu.gfx_targets", m.group(2))
+        seen.add("gpu.vendors", "amd")
+        seen.hits.add("ggml")
+        return True
+    m = _GGML_DEV_CC.match(raw) or _GGML_DEV_CC.match(s)
+    if m:
+        if m.group(1).strip():
+            _gpu_name(m.group(1), seen)
+        if not seen.facts.get("_ggml_rocm"):   # a ROCm build prints the gfx major/minor as a 'compute capability'
+            seen.add("nvidia.compute_caps", f"sm_{m.group(2)}{m.group(3)}")
+        seen.hits.add("ggml")
+        return True
+    if _GGML_NO_DEVICE.match(s):
+        seen.put("hip.device_count", 0)
+        seen.put("hip.error", "hipErrorNoDevice")   # hipGetErrorString(hipErrorNoDevice)
+        seen.hits.add("ggml")
+        return True
+    return False
+
+
+def _other_line(s: str, seen: _Seen) -> bool:
+    m = _TF_DEVICE.search(s) or _TF_IGNORING.search(s) if "physical GPU" in s or "Ignoring visible" in s else None
+    if m:
+        _gpu_name(m.group(1), seen)
+        if m.group(2):
+            seen.add("nvidia.compute_caps", f"sm_{m.group(2)}{m.group(3)}")
+            seen.add("gpu.vendors", "nvidia")
+        seen.hits.add("tensorflow")
+        return True
+    m = _VLLM_VERSION.search(s) if "vLLM" in s or "LLM engine" in s else None
+    if m:
+        seen.put("pkg.vllm", m.group(1))
+        build = build_flavour(m.group(1))
+        if build:
+            seen.put("pkg.vllm_build", build)
+        seen.hits.add("vllm")
+        return True
+    m = _UNAME.match(s) if s.startswith("Linux ") else None
+    if m:
+        k: dict[str, Any] = {}
+        kernel_facts(m.group(1), k)
+        for name, value in k.items():
+            seen.put(name, value)
+        return True
+    return False
+
+
+def _torch_version(raw: str, seen: _Seen, app: str) -> None:
+    v = raw.strip().rstrip(",;")
+    if not _TORCH_VERSION.match(v):
+        return
+    seen.put("torch.version", v)
+    seen.put("torch.installed", True)
+    build = build_flavour(v)
+    if build:
+        seen.put("torch.build", build)
+    seen.hits.add(app)
+
+
+def _gpu_name(name: str, seen: _Seen) -> None:
+    name = name.strip().strip('"').strip()
+    if not name or len(name) > 120 or name.lower() in ("cpu", "none", "n/a"):
+        return
+    seen.add("gpu.names", name)
+    if _AMD_NAME.search(name):
+        seen.add("gpu.vendors", "amd")
+    elif _NVIDIA_NAME.search(name):
+        seen.add("gpu.vendors", "nvidia")
+
+
+def _finish(seen: _Seen, res: ParseResult) -> None:
+    facts = seen.facts
+    facts.pop("_ggml_rocm", None)
+    for fact in sorted(seen.conflicts):
+        res.notes.append(f"the log holds runs that disagree on {fact}; it is left unknown")
+        facts.pop(fact, None)
+    if "torch.version" not in facts and "torch.version" not in seen.conflicts and seen.pip_torch:
+        facts["torch.version"] = seen.pip_torch       # what pip left installed, when no run of torch says otherwise
+        facts.setdefault("torch.installed", True)
+        build = build_flavour(seen.pip_torch)
+        if build:
+            facts.setdefault("torch.build", build)
+    if "torch.build" not in facts and facts.get("torch.hip_version"):
+        facts["torch.build"] = "rocm"                 # ComfyUI prints 'ROCm version:' from torch.version.hip
+    if seen.vram_bytes and not seen.directml:
+        names = facts.get("gpu.names") or []
+        if not any(_IGPU_NAME.search(n) for n in names):   # an APU's figure counts shared memory too
+            facts["gpu.vram_total_bytes"] = max(seen.vram_bytes)
+    if seen.zluda:
+        res.notes.append("the log runs a CUDA build of torch through ZLUDA on an AMD GPU")
+    if seen.directml:
+        res.notes.append("the log runs torch-directml; its VRAM figure is not the GPU's")
+    if not facts:
+        res.notes.append("no app banner or device line recognised")
+        return
+    env_names = sorted(k[4:] for k in facts if k.startswith("env."))
+    if env_names:
+        facts["env.set_names"] = env_names
+    res.facts.update(facts)
