@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from .gfx import OVERRIDE_RE, override_to_gfx
 from .kb import KB_DIR, PLACEHOLDER_RE, PLACEHOLDERS, KBError, _compose, _Ctx, _rel, parse_version
 
 MATRIX_NAME = os.path.join("support", "gpu-matrix.yaml")
@@ -25,7 +26,6 @@ VERIFY_CMD = 'python -c "import torch; print(torch.cuda.get_arch_list())"'
 GFX_RE = re.compile(r"^gfx[0-9]{3,4}[a-f]?$|^gfx[0-9]{2}[a-f]$")
 CC_RE = re.compile(r"^sm_[0-9]{2,3}$")
 VER_RE = re.compile(r"^[0-9]+(\.[0-9]+){1,2}$")
-OVERRIDE_RE = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+$")
 
 AMD_KEYS = {"gfx": True, "family": True, "names": True, "official": True, "official_since": False,
             "native_bf16": True, "override": True, "legacy": False, "source": True}
@@ -393,17 +393,6 @@ def lint(kb_dir: str | os.PathLike | None = None) -> list[KBError]:
 
 # --------------------------------------------------------------------------------------------------
 # targets and derived facts
-
-
-def override_to_gfx(value: str) -> str | None:
-    """'10.3.0' -> 'gfx1030', '9.0.10' -> 'gfx90a', '11.5.1' -> 'gfx1151'."""
-    m = re.match(r"^\s*([0-9]+)\.([0-9]+)\.([0-9]+)\s*$", str(value))
-    if not m:
-        return None
-    major, minor, step = (int(x) for x in m.groups())
-    if minor > 15 or step > 15:
-        return None
-    return f"gfx{major}{minor:x}{step:x}"
 
 
 def _base(a: str) -> str:

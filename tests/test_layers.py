@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # bottom first; a module belongs to the first layer with a prefix that names it (longest prefix wins)
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("core", ("diagnostics", "diagnostics.facts", "diagnostics.paths", "diagnostics.textnorm",
-              "diagnostics.termsafe", "diagnostics.smi_values", "diagnostics.redact", "diagnostics.runner", "diagnostics.parsers",
+              "diagnostics.termsafe", "diagnostics.smi_values", "diagnostics.gfx", "diagnostics.redact", "diagnostics.runner", "diagnostics.parsers",
               "diagnostics.generation.child", "diagnostics.probes.torch_child", "diagnostics.probes.gpuprocs",
               "diagnostics.monitor.parse", "diagnostics.monitor.summary", "diagnostics.store.models")),
     ("knowledge", ("diagnostics.kb", "diagnostics.support", "diagnostics.derive", "diagnostics.verdicts",

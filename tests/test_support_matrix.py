@@ -383,3 +383,23 @@ def test_lint_current_versions_are_not_lowered_by_the_matrix():
     assert tuple(int(x) for x in cur["torch"].split(".")) >= max(newest_torch, (2, 15))
     assert tuple(int(x) for x in cur["rocm"].split(".")) >= (10, 0)
     assert cur["cuda"] == "13.0"  # the newest CUDA folder with established wheels; no CUDA entry in the table
+
+
+def test_a_pasted_override_is_read_like_the_env_probes():
+    """HSA_OVERRIDE_GFX_VERSION from a paste (ollama's "server config" line as ollama#9302-style logs print it)
+    gives the same hsa_override.* facts the env probe gives on the machine: the support matrix and the override
+    entries reason from those, not from the raw variable."""
+    from diagnostics.derive import derive
+    from diagnostics.service import diagnose_text
+
+    assert derive({"env.HSA_OVERRIDE_GFX_VERSION": "10.3.0"}) == {
+        "hsa_override.value": "10.3.0", "hsa_override.valid": True, "hsa_override.gfx": "gfx1030"}
+    # a malformed value in a paste is left to the KB's log patterns (it may be the reporter's own words)
+    assert "hsa_override.valid" not in derive({"env.HSA_OVERRIDE_GFX_VERSION": "gfx1102"})
+    # what a probe established is never replaced
+    assert "hsa_override.valid" not in derive({"env.HSA_OVERRIDE_GFX_VERSION": "10.3.0", "hsa_override.value": "10.3.0",
+                                               "hsa_override.valid": True})
+    line = ('time=2025-03-01T10:00:00.000Z level=INFO source=routes.go:1 msg="server config" '
+            'env="map[HSA_OVERRIDE_GFX_VERSION:10.3.0 OLLAMA_DEBUG:false]"\n')
+    facts = diagnose_text(logs=[("ollama.log", line)])["facts"]
+    assert facts["hsa_override.gfx"] == "gfx1030" and facts["hsa_override.valid"] is True

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 
+from ..gfx import override_facts
 from .base import Emitter, probe_main
 
 PREFIXES = ("HSA_", "HIP_", "ROCR_", "ROCM_", "ROCBLAS_", "HIPBLASLT_", "MIOPEN_", "AMD_", "HCC_", "GPU_",
@@ -15,19 +16,10 @@ PREFIXES = ("HSA_", "HIP_", "ROCR_", "ROCM_", "ROCBLAS_", "HIPBLASLT_", "MIOPEN_
 EXACT = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PATH_ROCM")
 SECRETISH = re.compile(r"(?i)(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|CREDENTIAL)")
 MASKS = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
-OVERRIDE_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 
 # every fact this probe may emit ('env.*': the value of each GPU-related variable that is set)
 FACTS = ("env.set_names", "env.*", "visible_devices.masks", "hsa_override.value", "hsa_override.valid",
          "hsa_override.gfx")
-
-
-def override_to_gfx(value: str) -> str | None:
-    m = OVERRIDE_RE.match(value)
-    if not m:
-        return None
-    major, minor, step = (int(x) for x in m.groups())
-    return f"gfx{major}{minor:x}{step:x}"
 
 
 def relevant(name: str) -> bool:
@@ -51,13 +43,10 @@ def collect(root: str, out: Emitter, environ: dict[str, str] | None = None) -> N
     status, summary = "ok", f"{len(names)} GPU-related variable(s) set"
     if "HSA_OVERRIDE_GFX_VERSION" in env:
         raw = env["HSA_OVERRIDE_GFX_VERSION"]
-        value = raw.strip().strip("'\"")
-        out.fact("hsa_override.value", value)
-        valid = bool(OVERRIDE_RE.match(raw))  # as in force: quotes or spaces make it malformed
-        out.fact("hsa_override.valid", valid)
-        gfx = override_to_gfx(value)
-        if gfx:
-            out.fact("hsa_override.gfx", gfx)
+        ov = override_facts(raw)
+        for name, v in ov.items():
+            out.fact(name, v)
+        valid, gfx = ov["hsa_override.valid"], ov.get("hsa_override.gfx")
         if not valid:
             out.evidence("environment", f"HSA_OVERRIDE_GFX_VERSION={raw!r} is not of the form MAJOR.MINOR.STEP "
                                         "(quotes or spaces are taken literally)")
