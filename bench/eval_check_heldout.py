@@ -108,7 +108,7 @@ class HeldoutItem:
 
 def heldout_items(heldout: Path = HELDOUT) -> list[HeldoutItem]:
     items: list[HeldoutItem] = []
-    for p in sorted(heldout.glob("**/logs/*.yaml")):  # batch 1 (logs/) and later batches (batch2/logs/, batch3/logs/)
+    for p in sorted(heldout.glob("**/logs/*.yaml")):  # batch 1 (logs/) and later batches (batch2/logs/ ... batch4/logs/)
         data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
         items.append(HeldoutItem(p.stem, "log", str(data.get("source", "")), str(data.get("log", ""))))
     for sym in sorted(heldout.glob("**/symptoms.yaml")):

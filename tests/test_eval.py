@@ -36,10 +36,11 @@ check = _load("eval_check_heldout", ROOT / "bench" / "eval_check_heldout.py")
 
 CASES = eval_kb.load_cases(eval_kb.TUNING_DIR)          # tuning split
 HELDOUT = eval_kb.load_heldout_cases()                  # held-out logs
-SYMPTOMS = eval_kb.load_heldout_symptoms()              # held-out descriptions (batches 1, 2 and 3)
+SYMPTOMS = eval_kb.load_heldout_symptoms()              # held-out descriptions (batches 1 to 4)
 REQUIRED_IDS_FILE = ROOT / "tests" / "eval" / "kb-required-ids.md"
 BASELINE2 = ROOT / "bench" / "eval_baseline_batch2.json"
 BASELINE3 = ROOT / "bench" / "eval_baseline_batch3.json"
+BASELINE4 = ROOT / "bench" / "eval_baseline_batch4.json"
 NEW_IDS_FILE = ROOT / "tests" / "eval" / "heldout" / "new-ids.txt"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -138,17 +139,37 @@ def test_heldout_batch3_size_spread_and_languages():
     assert min(int(s.id[1:4]) for s in syms) >= 66
 
 
-def test_heldout_batch3_threads_are_new():
-    """Every batch-3 item comes from its own thread, one no earlier held-out log or description used."""
-    b3_logs, b3_syms = eval_kb.load_heldout_cases(batch=3), eval_kb.load_heldout_symptoms(batch=3)
-    mine = [check.thread_key(c.source) for c in b3_logs] + [check.thread_key(s.source) for s in b3_syms]
+def test_heldout_batch4_size_spread_and_languages():
+    """Batch 4 (frozen 2026-12-02 01:07 UTC) on its own: the size the round asked for, half Chinese, spread."""
+    logs = eval_kb.load_heldout_cases(batch=4)
+    syms = eval_kb.load_heldout_symptoms(batch=4)
+    assert all(eval_kb.HELDOUT4_DIR in c.path.parents for c in logs)
+    negatives = [c for c in logs if c.negative]
+    assert len(logs) >= 40 and len(negatives) >= 8, (len(logs), len(negatives))
+    per_id = collections.Counter(c.expected for c in logs if not c.negative)
+    assert len(per_id) >= 20, f"batch 4 covers only {len(per_id)} ids"
+    crowded = {k: v for k, v in per_id.items() if v > 3}
+    assert not crowded, f"more than 3 batch-4 logs for one id: {crowded}"
+    langs = collections.Counter(s.lang for s in syms)
+    assert len(syms) >= 24 and langs["zh"] >= len(syms) / 2 - 1 and langs["en"] >= len(syms) / 2 - 1, langs
+    # batch 4 continues the numbering of batches 1-3 (h142-, s098-) so names never collide
+    assert min(int(c.path.stem[1:4]) for c in logs) >= 142
+    assert min(int(s.id[1:4]) for s in syms) >= 98
+
+
+@pytest.mark.parametrize("batch", [3, 4])
+def test_heldout_later_batch_threads_are_new(batch):
+    """Every item of batch 3 / 4 comes from its own thread, one no other held-out log or description uses."""
+    folder = eval_kb.HELDOUT_BATCHES[batch][0]
+    b_logs, b_syms = eval_kb.load_heldout_cases(batch=batch), eval_kb.load_heldout_symptoms(batch=batch)
+    mine = [check.thread_key(c.source) for c in b_logs] + [check.thread_key(s.source) for s in b_syms]
     twice = [k for k, n in collections.Counter(mine).items() if n > 1]
-    assert not twice, f"batch-3 items from the same thread: {twice}"
-    earlier = {check.thread_key(c.source) for c in HELDOUT if eval_kb.HELDOUT3_DIR not in c.path.parents}
-    b3_ids = {s.id for s in b3_syms}
-    earlier |= {check.thread_key(s.source) for s in SYMPTOMS if s.id not in b3_ids}
-    reused = sorted(k for k in mine if k in earlier)
-    assert not reused, f"batch-3 items from threads batches 1 and 2 use: {reused}"
+    assert not twice, f"batch-{batch} items from the same thread: {twice}"
+    others = {check.thread_key(c.source) for c in HELDOUT if folder not in c.path.parents}
+    b_ids = {s.id for s in b_syms}
+    others |= {check.thread_key(s.source) for s in SYMPTOMS if s.id not in b_ids}
+    reused = sorted(k for k in mine if k in others)
+    assert not reused, f"batch-{batch} items from threads other batches use: {reused}"
 
 
 def test_heldout_threads_are_used_once():
@@ -246,6 +267,10 @@ def test_heldout_negatives_raise_no_new_error_level_diagnosis(heldout_outcomes):
     if BASELINE3.exists():
         b3 = json.loads(BASELINE3.read_text(encoding="utf-8"))
         alarmed_then |= {m["case"] for m in b3["heldout3_logs"]["misses"] if m["expected"] == "none"}
+    # batch 4 likewise (bench/eval_baseline_batch4.json, measured once right after it was frozen)
+    if BASELINE4.exists():
+        b4 = json.loads(BASELINE4.read_text(encoding="utf-8"))
+        alarmed_then |= {m["case"] for m in b4["heldout4_logs"]["misses"] if m["expected"] == "none"}
     now = {o.case.path.name: o.alarms for o in heldout_outcomes if o.case.negative and o.alarms}
     new = {k: v for k, v in now.items() if k not in alarmed_then}
     assert not new, f"error-level diagnoses on held-out healthy/unrelated logs that were clean: {new}"
