@@ -205,3 +205,26 @@ def test_hipconfig_rocm_path_of_rocm10_names_the_release():
     facts = parsers.parse("/opt/rocm/core-10.0\n", "hipconfig").facts      # `hipconfig --rocmpath`
     assert facts["rocm.path"] == "/opt/rocm/core-10.0" and facts["rocm.version"] == "10.0"
     assert "rocm.version" not in parsers.parse("/opt/rocm\n", "hipconfig").facts
+
+
+def test_the_probe_child_reads_the_wheels_of_the_interpreter_it_is_given():
+    from diagnostics.probing import run_probe
+
+    r = run_probe(by_id()["rocm"], python=VENV_PY, root=str(VENV_TREE))
+    assert r["facts"]["rocm.source"] == "pip" and r["facts"]["rocm.version"] == "10.0.0", r
+    assert r["status"] == "ok"
+
+
+def test_rpm_database_on_the_live_system(monkeypatch):
+    # RHEL/SLES installs of the ROCm Core SDK: `rpm -qa` (the database is not a text file to read)
+    monkeypatch.setattr(rocm.shutil, "which", lambda name: "/usr/bin/rpm" if name == "rpm" else None)
+    seen = []
+
+    def fake(argv, timeout=15):
+        seen.append(argv)
+        return 0, "amdrocm-core10.0\t10.0.0-4.el9\nkernel\t5.14.0\namdrocm-runtime10.0\t10.0.0-4.el9\n", "", None
+
+    monkeypatch.setattr(rocm, "run_tool", fake)
+    assert rocm._rpm_versions() == {"amdrocm-core10.0": "10.0.0-4.el9", "amdrocm-runtime10.0": "10.0.0-4.el9"}
+    assert seen[0][:2] == ["rpm", "-qa"]
+    assert rocm._pick_package(rocm._rpm_versions())[0] == "amdrocm-core10.0"
