@@ -149,7 +149,8 @@ def collect(root: str, out: Emitter, python: str | None = None) -> None:
         if v:
             version = _clean_version(v)
             out.fact("rocm.path", p)
-            out.fact("rocm.source", "system")
+            # ROCM_PATH may name a wheel tree ($(rocm-sdk path --root) is .../site-packages/_rocm_sdk_devel)
+            out.fact("rocm.source", "pip" if "/_rocm_sdk_" in p else "system")
             out.evidence("rocm", f"{p}/.info/version: {v}")
             break
     pkgs = _dpkg_versions(root)
