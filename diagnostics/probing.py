@@ -34,7 +34,7 @@ def _child_env(spec: ProbeSpec, extra: dict[str, str] | None) -> dict[str, str]:
 def probe_argv(spec: ProbeSpec, python: str, root: str) -> list[str]:
     if spec.script:
         return [python, str(PROBES_DIR / spec.script)]
-    return [sys.executable, "-m", f"diagnostics.probes.{spec.module}", "--root", root]
+    return [sys.executable, "-m", f"diagnostics.probes.{spec.module}", "--root", root, "--python", python]
 
 
 def probe_limit(spec: ProbeSpec, timeout: float | None) -> float:

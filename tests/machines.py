@@ -31,8 +31,9 @@ def environ_of(facts: dict[str, Any]) -> dict[str, str]:
     return {k[4:]: v for k, v in facts.items() if k.startswith("env.") and k != "env.set_names" and isinstance(v, str)}
 
 
-def probe_tree(tree: Path, environ: dict[str, str]) -> dict[str, dict[str, Any]]:
-    """probe id -> {"status", "summary", "facts"} as each tree probe reports on *tree*."""
+def probe_tree(tree: Path, environ: dict[str, str], python: str | None = None) -> dict[str, dict[str, Any]]:
+    """probe id -> {"status", "summary", "facts"} as each tree probe reports on *tree*; *python* is the diagnosed
+    interpreter (the scenario's ``python.executable``: the rocm probe reads its environment's ROCm wheels)."""
     import importlib
 
     from diagnostics.probes.base import MemoryEmitter
@@ -44,6 +45,8 @@ def probe_tree(tree: Path, environ: dict[str, str]) -> dict[str, dict[str, Any]]
         em.declared = frozenset(mod.FACTS)
         if pid == "env":
             mod.collect(str(tree), em, environ=environ)
+        elif pid == "rocm":
+            mod.collect(str(tree), em, python=python)
         else:
             mod.collect(str(tree), em)
         status, summary = em.statuses[-1] if em.statuses else ("ok", None)
@@ -76,7 +79,7 @@ def refresh(path: Path) -> bool:
     if tree is None:
         return False
     facts = data.get("facts") or {}
-    found = probe_tree(tree, environ_of(facts))
+    found = probe_tree(tree, environ_of(facts), facts.get("python.executable"))
     by_id = {p["id"]: p for p in data.get("probes") or []}
     # a probe the scenario says crashed or timed out keeps its record and reports no facts at all
     lost = {pid for pid in TREE_PROBES if by_id.get(pid, {}).get("status") in ("crashed", "timeout")}

@@ -24,7 +24,7 @@ def test_scenario_is_what_the_probes_find_on_its_tree(path: Path):
     tree = machines.tree_of(data["note"])
     assert tree is not None and tree.is_dir(), f"{path.name}: the note names no recorded tree"
     facts = data.get("facts") or {}
-    found = machines.probe_tree(tree, machines.environ_of(facts))
+    found = machines.probe_tree(tree, machines.environ_of(facts), facts.get("python.executable"))
     stated = {p["id"]: p for p in data.get("probes") or []}
     lost = {pid for pid, p in stated.items() if p["status"] in ("crashed", "timeout")}
     emitted: dict = {}

@@ -215,11 +215,18 @@ def run_tool(argv: list[str], timeout: float = 15.0, env: dict[str, str] | None 
 
 
 
+TARGET_PYTHON: str | None = None  # the diagnosed interpreter (--python of the run), when it was given
+
+
 def probe_main(collect: Callable[[str, Emitter], None], facts: tuple[str, ...] | None = None) -> None:
-    """Run *collect* as a probe child; *facts* is the module's FACTS declaration (every fact it may emit)."""
+    """Run *collect* as a probe child; *facts* is the module's FACTS declaration (every fact it may emit).
+    ``--python`` names the diagnosed interpreter (probes that read its environment's files use it)."""
+    global TARGET_PYTHON
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", default="/")
+    ap.add_argument("--python", default=None)
     args = ap.parse_args()
+    TARGET_PYTHON = args.python
     out = Emitter()
     if facts is not None:
         out.declared = frozenset(facts)

@@ -7,7 +7,9 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import sys
 
+from . import base, rocm_layout
 from .base import Emitter, probe_main
 
 FACTS = ("hip.runtime_version", "hip.device_count", "hip.error")  # every fact this probe may emit
@@ -15,10 +17,18 @@ FACTS = ("hip.runtime_version", "hip.device_count", "hip.error")  # every fact t
 CANDIDATES = ("libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so.7")
 
 
+def _prefixes() -> list[str]:
+    """ROCM_PATH, then TheRock's wheels in the diagnosed environment (what its torch loads), /opt/rocm, the ROCm
+    Core SDK trees (/opt/rocm/core-X.Y, ROCm 10) and the legacy /opt/rocm-X.Y.Z trees."""
+    wheel = rocm_layout.wheel_sdk("/", base.TARGET_PYTHON or sys.executable, os.environ.get("HOME"))
+    out = [os.environ.get("ROCM_PATH", ""), (wheel or {}).get("core") or "", "/opt/rocm"]
+    return out + rocm_layout.core_trees("/") + sorted(glob.glob("/opt/rocm-*"))
+
+
 def _load(root: str):
     errors = []
-    prefixes = [os.environ.get("ROCM_PATH", ""), "/opt/rocm"] + sorted(glob.glob("/opt/rocm-*"))
-    paths = [os.path.join(p, "lib", n) for p in prefixes if p for n in CANDIDATES] + list(CANDIDATES)
+    prefixes = list(dict.fromkeys(p for p in _prefixes() if p))
+    paths = [os.path.join(p, "lib", n) for p in prefixes for n in CANDIDATES] + list(CANDIDATES)
     for p in paths:
         if os.sep in p and not os.path.exists(p):
             continue

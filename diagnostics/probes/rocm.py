@@ -9,11 +9,14 @@ import glob
 import os
 import re
 import shutil
+import sys
 
+from . import base, rocm_layout as layout
 from .base import Emitter, probe_main, read_file, rpath, run_tool
 
 # every fact this probe may emit: its own, and what the rocminfo, rocm-smi/amd-smi and hipconfig parsers find
-FACTS = ("rocm.installed", "rocm.version", "rocm.path", "rocm.paths", "rocminfo.ok", "rocminfo.error", "rocm_smi.error",
+FACTS = ("rocm.installed", "rocm.version", "rocm.path", "rocm.paths", "rocm.source", "rocm.wheel_version",
+         "rocm.wheel_path", "rocminfo.ok", "rocminfo.error", "rocm_smi.error",
          "ollama.version", "hsa.runtime_version", "hip.platform", "hip.clang_version", "hip.runtime_version",
          "driver.amdgpu_loaded", "driver.amdgpu_version", "kfd.present", "kfd.permission_denied", "kfd.open_error",
          "container.kind", "container.present", "gpu.count", "gpu.names", "gpu.gfx_targets", "gpu.isa_names",
@@ -23,7 +26,20 @@ FACTS = ("rocm.installed", "rocm.version", "rocm.path", "rocm.paths", "rocminfo.
          "gpu.processes", "gpu.other_process_count", "gpu.other_process_mem_bytes",
          "gpu.other_process_mem_fraction", "gpu.busy_percent", "gpu.mem_used_fraction")
 
-DPKG_ROCM_PACKAGES = ("rocm-core", "hip-runtime-amd", "rocminfo", "libamdhip64-5", "libamdhip64-6", "rocm-hip-runtime")
+# the packages whose version is the ROCm release, most telling first: legacy rocm-core, the ROCm Core SDK's
+# amdrocm-core / amdrocm-base (10.0 on: version-suffixed, amdrocm-core10.0), then the runtime packages
+# (hip-runtime-amd's version is the HIP version, 6.2.41133: taken only when nothing else is installed)
+DPKG_ROCM_PACKAGES = ("rocm-core", "amdrocm-core", "amdrocm-base", "amdrocm", "amdrocm-runtime", "rocm-hip-runtime",
+                      "rocminfo", "hip-runtime-amd", "libamdhip64-5", "libamdhip64-6")
+_VERSIONED = re.compile(r"^(amdrocm(?:-[a-z]+)?)(\d+\.\d+)(?:-gfx[0-9a-z]+)?$")
+
+
+def _package_key(name: str) -> str | None:
+    """The DPKG_ROCM_PACKAGES entry a package name stands for ('amdrocm-core10.0' -> 'amdrocm-core'), else None."""
+    if name in DPKG_ROCM_PACKAGES:
+        return name
+    m = _VERSIONED.match(name)
+    return m.group(1) if m and m.group(1) in DPKG_ROCM_PACKAGES else None
 
 
 def _dpkg_versions(root: str) -> dict[str, str]:
@@ -31,14 +47,37 @@ def _dpkg_versions(root: str) -> dict[str, str]:
     found: dict[str, str] = {}
     for block in text.split("\n\n"):
         m = re.search(r"^Package: (\S+)", block, re.M)
-        if not m or m.group(1) not in DPKG_ROCM_PACKAGES:
+        if not m or _package_key(m.group(1)) is None:
             continue
-        if not re.search(r"^Status: .*installed", block, re.M):
+        if not re.search(r"^Status: .*\binstalled", block, re.M) or re.search(r"^Status: .*not-installed", block, re.M):
             continue
         v = re.search(r"^Version: (\S+)", block, re.M)
         if v:
             found[m.group(1)] = v.group(1)
     return found
+
+
+def _rpm_versions() -> dict[str, str]:
+    """The same packages from the RPM database (live system only: the database is not a text file)."""
+    if not shutil.which("rpm"):
+        return {}
+    rc, so, _se, prob = run_tool(["rpm", "-qa", "--qf", "%{NAME}\t%{VERSION}-%{RELEASE}\n"], timeout=15)
+    if prob or rc != 0:
+        return {}
+    found = {}
+    for line in so.splitlines():
+        name, _, ver = line.partition("\t")
+        if ver and _package_key(name.strip()):
+            found[name.strip()] = ver.strip()
+    return found
+
+
+def _pick_package(pkgs: dict[str, str]) -> tuple[str, str]:
+    """The package whose version best names the ROCm release; the newest among equals (two ROCm Core SDKs
+    side by side: amdrocm-core7.13 and amdrocm-core10.0)."""
+    rank = {k: i for i, k in enumerate(DPKG_ROCM_PACKAGES)}
+    return min(pkgs.items(), key=lambda kv: (rank[_package_key(kv[0]) or ""],
+                                             tuple(-x for x in layout.version_key(_clean_version(kv[1]))), kv[0]))
 
 
 def _clean_version(v: str) -> str:
@@ -48,15 +87,17 @@ def _clean_version(v: str) -> str:
 
 
 def _find(tool: str, root: str, prefixes: list[str]) -> str | None:
+    """The tool under a ROCm prefix (symlinks followed inside *root*: ROCm 10's /opt/rocm/bin and /usr/bin/<tool>
+    are update-alternatives links), else on PATH (live) or in /usr/bin, /usr/local/bin (a recorded tree)."""
     for p in prefixes:
         cand = os.path.join(p, "bin", tool)
-        if os.access(rpath(root, cand), os.X_OK):
-            return rpath(root, cand)
+        if layout.exists(root, cand, "exe"):
+            return rpath(root, layout.resolve(root, cand) or cand) if root not in ("", "/") else cand
     if root in ("", "/"):
         return shutil.which(tool)
     for d in ("/usr/bin", "/usr/local/bin"):
-        if os.access(rpath(root, f"{d}/{tool}"), os.X_OK):
-            return rpath(root, f"{d}/{tool}")
+        if layout.exists(root, f"{d}/{tool}", "exe"):
+            return rpath(root, layout.resolve(root, f"{d}/{tool}") or f"{d}/{tool}")
     return None
 
 
@@ -70,32 +111,76 @@ def _parse(kind: str, text: str) -> tuple[dict, list[str], list[str]]:
         return {}, [], []
 
 
-def collect(root: str, out: Emitter) -> None:
-    prefixes = []
-    env_path = os.environ.get("ROCM_PATH") or os.environ.get("ROCM_HOME") if root in ("", "/") else None
-    for p in ([env_path] if env_path else []) + ["/opt/rocm"] + sorted(glob.glob(rpath(root, "/opt/rocm-*"))):
-        p = p if root in ("", "/") or not p.startswith(root) else "/" + os.path.relpath(p, root)
-        if os.path.isdir(rpath(root, p)) and p not in prefixes:
-            prefixes.append(p)
+def _system_prefixes(root: str) -> list[str]:
+    """ROCM_PATH / ROCM_HOME / HIP_PATH (live), /opt/rocm, the ROCm Core SDK trees /opt/rocm/core-X.Y (the one
+    /opt/rocm/core selects first) and the legacy /opt/rocm-X.Y.Z trees."""
+    env = []
+    if root in ("", "/"):
+        env = [os.environ.get(n) for n in ("ROCM_PATH", "ROCM_HOME", "HIP_PATH")]
+    out: list[str] = []
+    for p in [e.rstrip("/") for e in env if e] + ["/opt/rocm"] + layout.legacy_trees(root) + layout.core_trees(root):
+        if p and p not in out and layout.exists(root, p, "dir"):
+            out.append(p)
+    return out
+
+
+def _read_version(root: str, prefix: str) -> str | None:
+    for name in (".info/version", ".info/version-dev"):
+        v = layout.read(root, os.path.join(prefix, name))
+        if v and v.strip():
+            return v.strip()
+    return None
+
+
+def collect(root: str, out: Emitter, python: str | None = None) -> None:
+    """*python*: the diagnosed interpreter, whose environment may hold TheRock's ROCm wheels (default: the one
+    the run diagnoses, --python; on the live system this interpreter)."""
+    python = python or base.TARGET_PYTHON or (sys.executable if root in ("", "/") else None)
+    prefixes = _system_prefixes(root)
+    # TheRock's Python wheels in the diagnosed environment (what a TheRock torch wheel loads)
+    home = os.environ.get("HOME") if root in ("", "/") else None
+    wheel = layout.wheel_sdk(root, python, home) if python else None
+    if wheel and wheel["core"]:
+        prefixes.append(wheel["core"])
     out.fact("rocm.paths", prefixes)
     version = None
     for p in prefixes:
-        v = read_file(root, os.path.join(p, ".info/version")) or read_file(root, os.path.join(p, ".info/version-dev"))
-        if v and v.strip():
-            version = _clean_version(v.strip())
+        v = _read_version(root, p) if not (wheel and p == wheel["core"]) else None
+        if v:
+            version = _clean_version(v)
             out.fact("rocm.path", p)
-            out.evidence("rocm", f"{p}/.info/version: {v.strip()}")
+            # ROCM_PATH may name a wheel tree ($(rocm-sdk path --root) is .../site-packages/_rocm_sdk_devel)
+            out.fact("rocm.source", "pip" if "/_rocm_sdk_" in p else "system")
+            out.evidence("rocm", f"{p}/.info/version: {v}")
             break
-    dpkg = _dpkg_versions(root)
-    if version is None and dpkg:
-        name, v = sorted(dpkg.items())[0]
-        version = _clean_version(v)
-        out.evidence("dpkg", f"distribution package {name} {v}")
-        if not prefixes:
-            out.fact("rocm.path", "/usr")
+    pkgs = _dpkg_versions(root)
+    if not pkgs and root in ("", "/") and not prefixes:
+        pkgs = _rpm_versions()
+    if pkgs:
+        name, v = _pick_package(pkgs)
+        out.evidence("packages", f"distribution package {name} {v}")
+        if version is None:
+            version = _clean_version(v)
+            if not prefixes:
+                out.fact("rocm.path", "/usr")
+            out.fact("rocm.source", "system" if prefixes else "package")
+    if wheel:
+        where = wheel["core"] or f"{wheel['site']}/rocm_sdk"
+        out.fact("rocm.wheel_path", where)
+        if wheel["version"]:
+            out.fact("rocm.wheel_version", _clean_version(wheel["version"]))
+        out.evidence("rocm", f"ROCm Python packages (TheRock) in {wheel['site']}: "
+                             f"{wheel['version'] or 'version unknown'}"
+                             + (f" (from {wheel['version_from']})" if wheel["version_from"] else "")
+                             + (f"; libraries: {', '.join(os.path.basename(x) for x in wheel['libraries'])}"
+                                if wheel["libraries"] else "; no rocm-sdk-libraries package"))
+        if version is None:
+            version = _clean_version(wheel["version"]) if wheel["version"] else None
+            out.fact("rocm.path", where)
+            out.fact("rocm.source", "pip")
     if version:
         out.fact("rocm.version", version)
-    installed = bool(prefixes or dpkg)
+    installed = bool(prefixes or pkgs or wheel)
     if installed:  # said now, so it survives a vendor tool that hangs below
         out.fact("rocm.installed", True)
 
