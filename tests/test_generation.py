@@ -341,12 +341,18 @@ def test_host_allocation_refused_is_host_oom(tmp_path, builtin_model, cache_dir)
     env = _sitecustomize(tmp_path, """
         import builtins, resource, sys
         _orig_import = builtins.__import__
+        def _limit():
+            with open("/proc/self/status") as f:
+                vm = [int(l.split()[1]) * 1024 for l in f if l.startswith("VmSize:")][0]
+            resource.setrlimit(resource.RLIMIT_AS, (vm + 8 * 1024 * 1024, resource.RLIM_INFINITY))
         def _imp(name, *a, **k):
+            # the built-in model's concrete class: the limit comes before its model code is imported and loaded
+            # (as the Auto class, below, imports that code inside from_pretrained)
+            if name == "transformers" and a and a[2] and "LlamaForCausalLM" in a[2]:
+                _limit()
             mod = _orig_import(name, *a, **k)
             if name == "transformers" and a and a[2] and "AutoModelForCausalLM" in a[2]:
-                with open("/proc/self/status") as f:
-                    vm = [int(l.split()[1]) * 1024 for l in f if l.startswith("VmSize:")][0]
-                resource.setrlimit(resource.RLIMIT_AS, (vm + 8 * 1024 * 1024, resource.RLIM_INFINITY))
+                _limit()
             return mod
         builtins.__import__ = _imp
     """)
