@@ -341,23 +341,19 @@ def test_host_allocation_refused_is_host_oom(tmp_path, builtin_model, cache_dir)
     env = _sitecustomize(tmp_path, """
         import builtins, resource, sys
         _orig_import = builtins.__import__
-        def _limit():
-            with open("/proc/self/status") as f:
-                vm = [int(l.split()[1]) * 1024 for l in f if l.startswith("VmSize:")][0]
-            resource.setrlimit(resource.RLIMIT_AS, (vm + 8 * 1024 * 1024, resource.RLIM_INFINITY))
         def _imp(name, *a, **k):
-            # the built-in model's concrete class: the limit comes before its model code is imported and loaded
-            # (as the Auto class, below, imports that code inside from_pretrained)
-            if name == "transformers" and a and a[2] and "LlamaForCausalLM" in a[2]:
-                _limit()
             mod = _orig_import(name, *a, **k)
             if name == "transformers" and a and a[2] and "AutoModelForCausalLM" in a[2]:
-                _limit()
+                with open("/proc/self/status") as f:
+                    vm = [int(l.split()[1]) * 1024 for l in f if l.startswith("VmSize:")][0]
+                resource.setrlimit(resource.RLIMIT_AS, (vm + 8 * 1024 * 1024, resource.RLIM_INFINITY))
             return mod
         builtins.__import__ = _imp
     """)
+    # the built-in model's files as a user's model directory: loaded through the Auto class, which imports the
+    # model code inside from_pretrained, under the limit (builtin:tiny goes through its concrete classes)
     g = run_generation(PY, device="cpu", max_new_tokens=4, timeout=120, cache_dir=cache_dir, env=env,
-                       compare_cpu=False, model="builtin:tiny")
+                       compare_cpu=False, model=builtin_model)
     assert g["status"] in ("fail", "crashed"), g
     assert g["facts"].get("gen.oom") == "host", (g["error"], g["log"][-2000:])
 
