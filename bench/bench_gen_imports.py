@@ -57,7 +57,9 @@ os._exit(0)
 
 
 def default_model_dir() -> str:
-    base = os.environ.get("GPU_DOCTOR_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "gpu-doctor")
+    # as diagnostics.generation.default_cache_dir (platformdirs' user cache dir on Linux), without importing it
+    base = os.environ.get("GPU_DOCTOR_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "gpu-doctor")
     return os.path.join(base, "models", "builtin-tiny-v1")
 
 
