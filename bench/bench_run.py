@@ -12,7 +12,8 @@ Targets: full run <= 2.0x the floor (the time of two torch imports), --no-genera
 Every CLI run writes a trace (GPU_DOCTOR_TRACE: each progress event and the CLI's phases with wall-clock
 times), read back into a profile: when the interpreter got to the CLI, when each torch-probe stage and each
 generation stage began (as the parent saw its record), when the probes ended, when the report was printed and
-the process exited; the generation child's own stage seconds come from the report (``stage_s``).
+the process exited; the generation child's own stage seconds come from the report (``stage_s``, wall; ``stage_cpu_s``, CPU of
+that process: on a shared machine the wall seconds mostly measure the load).
 
 Run: python bench/bench_run.py [--rounds 5] [--python PATH] [--write docs/BENCHMARKS.md] [--json FILE]
 Only the standard library is imported here; torch is imported by the children.
@@ -100,6 +101,8 @@ def profile(events: list[dict], report: dict, start: float, end: float) -> dict[
     mark("process exited", end)
     for k, v in ((report.get("generation") or {}).get("stage_s") or {}).items():
         out[f"generation child, seconds in: {k}"] = v
+    for k, v in ((report.get("generation") or {}).get("stage_cpu_s") or {}).items():
+        out[f"generation child, CPU seconds in: {k}"] = v
     for p in report.get("probes") or []:
         out[f"probe seconds: {p['id']}"] = p.get("duration_s") or 0.0
     return out

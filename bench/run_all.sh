@@ -15,6 +15,7 @@ if [ -n "${QUICK:-}" ]; then
   step $PY bench/bench_matcher.py --write $DOC
   step $PY bench/bench_store.py --sizes 1000 10000 --out $DOC
   step $PY bench/bench_app.py --repeat 2 --update-doc $DOC
+  step $PY bench/bench_ui.py --rounds 2 --write $DOC
   step $PY bench/bench_generation.py --device cpu --repeat 3 --update-doc $DOC
 else
   step $PY bench/bench_probes.py --rounds 9 --write $DOC
@@ -22,6 +23,7 @@ else
   step $PY bench/bench_matcher.py --write $DOC
   step $PY bench/bench_store.py --out $DOC
   step $PY bench/bench_app.py --repeat 5 --update-doc $DOC
+  step $PY bench/bench_ui.py --rounds 3 --write $DOC
   step $PY bench/bench_generation.py --device cpu --repeat 5 --update-doc $DOC
 fi
 step $PY bench/eval_kb.py

@@ -15,6 +15,9 @@ class Job:
     def __init__(self, fn: Callable[..., Any], **kwargs: Any):
         self.events: list[dict[str, Any]] = []
         self.result: Any = None
+        # the probes' own diagnosis, sent while the test generation still runs (service.run_local(early_verdict=))
+        self.early_report: dict[str, Any] | None = None
+        self.early_at: float | None = None
         self.error: str | None = None
         self.cancel = threading.Event()
         self.started = time.time()
@@ -26,6 +29,10 @@ class Job:
     def _on_event(self, ev: dict[str, Any]) -> None:
         ev = dict(ev)
         ev["t"] = time.time() - self.started
+        if ev.get("event") == "verdict":  # not a probe's event: the report of the finished checks
+            with self._lock:
+                self.early_report, self.early_at = ev.get("report"), ev["t"]
+            return
         with self._lock:
             self.events.append(ev)
 
@@ -48,6 +55,8 @@ class Job:
         with self._lock:
             evs = list(self.events)
         for ev in evs:
+            if "probe" not in ev:
+                continue
             p = state.setdefault(ev["probe"], {"title": ev.get("title") or ev["probe"], "status": "running",
                                                "stage": "", "started": ev["t"], "duration_s": None})
             if ev["event"] == "start":

@@ -350,8 +350,10 @@ def test_host_allocation_refused_is_host_oom(tmp_path, builtin_model, cache_dir)
             return mod
         builtins.__import__ = _imp
     """)
+    # the built-in model's files as a user's model directory: loaded through the Auto class, which imports the
+    # model code inside from_pretrained, under the limit (builtin:tiny goes through its concrete classes)
     g = run_generation(PY, device="cpu", max_new_tokens=4, timeout=120, cache_dir=cache_dir, env=env,
-                       compare_cpu=False, model="builtin:tiny")
+                       compare_cpu=False, model=builtin_model)
     assert g["status"] in ("fail", "crashed"), g
     assert g["facts"].get("gen.oom") == "host", (g["error"], g["log"][-2000:])
 

@@ -87,3 +87,29 @@ def test_stopped_report_marks_cut_checks_skipped():
 
     assert "Stopped by the user" in render_report(rep)
     assert "已由用户停止" in render_report(rep, "zh")
+
+
+def test_job_keeps_the_early_verdict_apart_from_the_probes_events():
+    gate = threading.Event()
+
+    def fn(on_event, cancel):
+        on_event({"event": "start", "probe": "torch", "title": "PyTorch build"})
+        on_event({"event": "end", "probe": "torch", "status": "fail", "duration_s": 1.0})
+        on_event({"event": "verdict", "report": {"verdict": "problems", "probes": []}})
+        gate.wait(5)
+        return {"verdict": "problems"}
+
+    job = jobs.Job(fn)
+    for _ in range(100):
+        if job.early_report is not None:
+            break
+        time.sleep(0.02)
+    assert job.early_report == {"verdict": "problems", "probes": []} and job.early_at is not None
+    assert not job.done
+    assert set(job.progress()) == {"torch"}        # the verdict event is no probe's row
+    gate.set()
+    for _ in range(100):
+        if job.done:
+            break
+        time.sleep(0.02)
+    assert job.result == {"verdict": "problems"}

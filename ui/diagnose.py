@@ -54,8 +54,9 @@ with tab_text:
 
 if started:
     logs = _pasted() if with_logs else []
+    # early_verdict: the checks' own diagnosis comes as soon as they end, while the test generation still runs
     st.session_state["job"] = Job(service.run_local, python=python.strip() or None, generate=generate,
-                                  model=model.strip() or None, logs=logs)
+                                  model=model.strip() or None, logs=logs, early_verdict=True)
     # every step is counted from the start, weighted by its expected time; the fraction never goes back
     st.session_state["job_progress"] = jobs.Progress(jobs.plan(generate))
     st.session_state.pop("job_stopping", None)
@@ -89,6 +90,12 @@ def _progress() -> None:
     state = job.progress()
     if not job.done:
         from diagnostics.i18n.probe_text import localize_text
+
+        early = job.early_report
+        if early:  # the checks are done and judged; only the test generation is still running
+            with st.container(key="gd_verdict_early"):
+                render.headline(early)
+                st.caption(T("ui.diagnose.early_verdict"))
 
         prog = st.session_state.get("job_progress") or jobs.Progress(jobs.plan(True))
         steps = prog.steps
@@ -211,6 +218,7 @@ if rep and st.session_state.get("job") is None:
         st.caption(T("ui.diagnose.pasted_only"))
     if rep.get("stopped"):
         st.warning(T("ui.diagnose.stopped_report"), icon=":material/stop_circle:")
-    render.headline(rep)
+    with st.container(key="gd_verdict"):
+        render.headline(rep)
     _share(rep)
     render.report(rep, show_headline=False)

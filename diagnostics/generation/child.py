@@ -544,9 +544,19 @@ def bf16_targets(arg: str | None) -> set[str]:
     return {t.strip() for t in (arg or "").split(",") if t.strip()}
 
 
-def load_model(model_dir: str, device: str, dtype_name: str, device_map: str | None):
+def builtin_classes(plan) -> bool:  # noqa: ANN001
+    """The built-in model is a Llama with a tokenizers-library tokenizer that we built ourselves: its concrete
+    classes are known, so it is loaded through them (a user's model directory goes through the Auto classes,
+    which read its config.json to find them)."""
+    return str(getattr(plan, "display", "")).startswith("builtin:")
+
+
+def load_model(model_dir: str, device: str, dtype_name: str, device_map: str | None, builtin: bool = False):
     import torch
-    from transformers import AutoModelForCausalLM
+    if builtin:
+        from transformers import LlamaForCausalLM as model_cls
+    else:
+        from transformers import AutoModelForCausalLM as model_cls
     dtype = getattr(torch, dtype_name)
     kw = {_dtype_kwarg(): dtype, "local_files_only": True}
     accelerate = _has_accelerate()
@@ -558,7 +568,7 @@ def load_model(model_dir: str, device: str, dtype_name: str, device_map: str | N
             kw["max_memory"] = {0: cap, "cpu": os.environ.get("GPU_DOCTOR_MAX_CPU_MEMORY", "200GiB")}
     elif device == "cuda" and accelerate:
         kw["device_map"] = {"": 0}
-    model = AutoModelForCausalLM.from_pretrained(model_dir, **kw)
+    model = model_cls.from_pretrained(model_dir, **kw)
     if device == "cuda" and "device_map" not in kw:
         model = model.to("cuda")
     model.eval()
@@ -608,10 +618,18 @@ class Plan:
         self.__dict__.update(kw)
 
 
+_CPU_AT = [time.process_time()]
+
+
 def _lap(result: dict, stage: str, t0: float) -> float:
-    """Record the seconds a stage took in result["stage_s"]; return now (the next stage's start)."""
+    """Record the seconds a stage took in result["stage_s"] (wall) and the CPU seconds this process spent since
+    the previous lap in result["stage_cpu_s"] (on a shared machine the wall time mostly measures the load);
+    return now (the next stage's start)."""
     now = time.perf_counter()
+    cpu = time.process_time()
     result.setdefault("stage_s", {})[stage] = round(now - t0, 4)
+    result.setdefault("stage_cpu_s", {})[stage] = round(cpu - _CPU_AT[0], 4)
+    _CPU_AT[0] = cpu
     return now
 
 
@@ -619,6 +637,7 @@ def import_stack(args, result: dict):
     """Import torch and transformers (what a user's script does first); return the torch module."""
     progress("importing torch")
     t0 = time.perf_counter()
+    _CPU_AT[0] = time.process_time()
     import torch
     import transformers
     try:
@@ -742,9 +761,13 @@ def load_tokenizer(plan: Plan, result: dict):
     """The model's tokenizer, first: cheap, and a missing one is a clear finding."""
     progress("loading tokenizer")
     t0 = time.perf_counter()
-    from transformers import AutoTokenizer
+    if builtin_classes(plan):   # our own tokenizer.json: no config lookup to find its class
+        from transformers import PreTrainedTokenizerFast as tok_cls
+    else:
+        from transformers import AutoTokenizer as tok_cls
+    result["tokenizer_class"] = tok_cls.__name__
     try:
-        tok = AutoTokenizer.from_pretrained(plan.model_dir, local_files_only=True)
+        tok = tok_cls.from_pretrained(plan.model_dir, local_files_only=True)
     except Exception as e:  # noqa: BLE001
         raise Stop("tokenizer-missing", f"no usable tokenizer in {plan.model_dir}: {type(e).__name__}: {e}") from None
     if tok is None or not callable(tok):
@@ -766,13 +789,14 @@ def load_on_device(args, torch, plan: Plan, result: dict):  # noqa: ANN001
         torch.cuda.reset_peak_memory_stats(0)
     t0 = time.perf_counter()
     try:
-        model = load_model(plan.model_dir, plan.device, plan.dtype, args.device_map)
+        model = load_model(plan.model_dir, plan.device, plan.dtype, args.device_map, builtin_classes(plan))
     except Exception as e:  # noqa: BLE001
         stop = _oom_stop(e, "load")
         if stop:
             raise stop from None
         raise Stop("load-failed", f"loading {plan.display} failed: {type(e).__name__}: {e}") from None
     result["load_s"] = round(time.perf_counter() - t0, 4)
+    result["model_class"] = type(model).__name__
     _lap(result, "load", t0)
     plan.gen_device = report_placement(args, model, plan, result)
     return model
@@ -887,7 +911,7 @@ def compare_with_cpu(args, inputs: dict, g: dict, plan: Plan, result: dict) -> N
     progress("comparing with the CPU")
     t0 = time.perf_counter()
     try:
-        cpu_model = load_model(plan.model_dir, "cpu", "float32", None)
+        cpu_model = load_model(plan.model_dir, "cpu", "float32", None, builtin_classes(plan))
         cpu_inputs = {k: v.to("cpu") for k, v in inputs.items()}
         timed_generate(cpu_model, cpu_inputs, n, "cpu", report_progress=False, max_time=_time_left(args) * 0.4)
         cg = timed_generate(cpu_model, cpu_inputs, n, "cpu", report_progress=False, max_time=_time_left(args) * 0.7)
