@@ -286,7 +286,16 @@ _STEM = snowballstemmer.stemmer("english")
 _STOP = frozenset("""a an the and or of to in on at by for with from is are was were be been being it its this that
 these those i me my we our you your he she they them their there here as if but so not no do does did done have has had
 can could would should will just than then too very also when while after before into out up down over again any all
-some such only own same other what which who whom whose why how where""".split())
+some such only own same other what which who whom whose why how where
+aren couldn didn doesn hadn hasn haven isn mightn mustn needn shan shouldn wasn weren won wouldn don""".split())
+# British spellings to the American ones before stemming (Snowball stems "initialise" to "initialis" but "initialize"
+# to "initi"): the -ise/-isation family of the words GPU reports use, and a few others
+_BRIT = re.compile(r"^(initiali|recogni|utili|optimi|normali|seriali|deseriali|authori|virtuali|organi|speciali|"
+                   r"synchroni|minimi|maximi|customi|visuali|quanti|tokeni|categori|prioriti|standardi|locali|"
+                   r"finali|paralleli|vectori|summari|characteri|parameteri|materiali)s(e|ed|es|ing|ation|ations|er|ers)$")
+_BRIT_WORDS = {"behaviour": "behavior", "behaviours": "behaviors", "colour": "color", "colours": "colors",
+               "licence": "license", "licences": "licenses", "analyse": "analyze", "analysed": "analyzed",
+               "analysing": "analyzing", "favour": "favor", "honour": "honor", "centre": "center"}
 _MARK = "\ue000"   # a private-use character stands for a synonym found in the text, by its index
 _TOKEN = re.compile(r"\ue000\d+|[a-z0-9_]+|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -342,7 +351,7 @@ class Tokenizer:
                     out.extend((w[i:i + 2], w[i:i + 2]) for i in range(len(w) - 1)
                                if w[i] not in fc and w[i + 1] not in fc)
             elif w not in _STOP and len(w) > 1 and not w.isdigit():   # numbers are versions and sizes
-                out.append((_STEM.stemWord(w), w))
+                out.append((_STEM.stemWord(_BRIT_WORDS.get(w) or _BRIT.sub(r"\1z\2", w)), w))
                 if 0 < w.strip("_").count("_") <= 3:   # (a long snake_case run is a path or a build tag, not a name)
                     # an identifier (TensileLibrary_lazy_gfx1031, hipErrorNoBinaryForGpu_x): its parts count too
                     out.extend((_STEM.stemWord(p), p) for p in w.split("_")
