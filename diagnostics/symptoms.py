@@ -435,6 +435,11 @@ def _entry_text(e: Any) -> list[str]:
     zh = (getattr(e, "translations", None) or {}).get("zh") or {}
     parts += [zh.get("title", ""), zh.get("title", ""), zh.get("symptoms", "")]
     parts += [t.logs for t in getattr(e, "tests", []) if t.expect == "fire" and t.logs]
+    # the vendor variants' own title and symptoms ("CUDA out of memory" next to "HIP out of memory"), same weights
+    for vendor, var in (getattr(e, "variants", None) or {}).items():
+        tv = ((zh.get("variants") or {}).get(vendor) or {}) if isinstance(zh, dict) else {}
+        parts += [var.get("title") or "", var.get("title") or "", var.get("symptoms") or ""]
+        parts += [tv.get("title") or "", tv.get("title") or "", tv.get("symptoms") or ""]
     return parts
 
 
