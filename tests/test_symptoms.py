@@ -440,6 +440,8 @@ def test_compound_words_and_spelling_variants_fold_to_one_token():
     assert words("GPU not recognised") == words("GPU not recognized")
     assert words("the behaviour is odd") == words("the behavior is odd")
     assert "doesn" not in words("it doesn't work") and "isn" not in words("it isn't detected")
+    # Taiwan/Hong Kong wording and characters
+    assert words("顯示卡當機") == {"gpu", "hang"} and {"vram", "oom"} <= words("顯示卡記憶體不足")
 
 
 def _entry(eid, title, symptoms_text, cause, zh_symptoms="", logs=""):
