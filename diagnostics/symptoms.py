@@ -311,6 +311,7 @@ _BRIT = re.compile(r"^(initiali|recogni|utili|optimi|normali|seriali|deseriali|a
 _BRIT_WORDS = {"behaviour": "behavior", "behaviours": "behaviors", "colour": "color", "colours": "colors",
                "licence": "license", "licences": "licenses", "analyse": "analyze", "analysed": "analyzed",
                "analysing": "analyzing", "favour": "favor", "honour": "honor", "centre": "center"}
+MAX_WORD = 64      # a longer ASCII run is a hash, a path or filler, not a word (and Snowball's stemmer is quadratic in it)
 _MARK = "\ue000"   # a private-use character stands for a synonym found in the text, by its index
 _TOKEN = re.compile(r"\ue000\d+|[a-z0-9_]+|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -365,7 +366,7 @@ class Tokenizer:
                     # a pair with a function character (的, 了, 都, ...) spans two words or is grammar: noise
                     out.extend((w[i:i + 2], w[i:i + 2]) for i in range(len(w) - 1)
                                if w[i] not in fc and w[i + 1] not in fc)
-            elif w not in _STOP and len(w) > 1 and not w.isdigit():   # numbers are versions and sizes
+            elif w not in _STOP and 1 < len(w) <= MAX_WORD and not w.isdigit():   # numbers are versions and sizes
                 out.append((_STEM.stemWord(_BRIT_WORDS.get(w) or _BRIT.sub(r"\1z\2", w)), w))
                 if 0 < w.strip("_").count("_") <= 3:   # (a long snake_case run is a path or a build tag, not a name)
                     # an identifier (TensileLibrary_lazy_gfx1031, hipErrorNoBinaryForGpu_x): its parts count too
