@@ -11,8 +11,11 @@ scores by hand: the vocabulary only *normalises* words before BM25 sees them -
 
 * NFKC (full-width -> half-width), case folding, common traditional characters -> simplified;
 * synonyms and spellings to one token each (utilisation/utilization/占用率 -> ``util``; VRAM/显存/video memory ->
-  ``vram``; OOM/out of memory/显存不足 -> ``oom``; ...), ASCII variants as whole words;
-* English words stemmed (Snowball, the ``snowballstemmer`` library), a few stop words dropped, bare numbers dropped
+  ``vram``; OOM/out of memory/显存不足 -> ``oom``; ...), ASCII variants as whole words; compound words and error
+  phrases made of common words too (虚拟机 -> ``vm``, not the 虚拟 of 虚拟内存; "invalid device function" ->
+  ``invaliddevfn``, not any "device"), so that they weigh as what they name;
+* English words stemmed (Snowball, the ``snowballstemmer`` library) after British spellings are read as American ones
+  (initialise, recognised), a few stop words dropped (with the clitic halves of doesn't, isn't), bare numbers dropped
   (versions and sizes say nothing about the cause), a short snake_case identifier also read as its parts
   (``TensileLibrary_lazy_gfx1031`` -> tensilelibrary, lazy, gfx1031);
 * Chinese as overlapping character pairs (the bigram indexing of Lucene's CJKAnalyzer), except pairs with a function
@@ -59,8 +62,12 @@ ENTRY_PHRASE_WEIGHT = 0.8     # the weight of a per-entry phrasing (the vocabula
 # and how often a word recurs there is evidence the default saturation throws away after two or three
 # occurrences.  Measured on the tuning descriptions (bench/eval_kb.py): top-1 rises on both the older ones and
 # the 2026-12-01 dev half for any k1 from 7 to 15 (a plateau; 10 is its middle); b stays at the usual 0.75.
-# (rank-bm25's BM25L and BM25Plus were tried too: in rank-bm25 0.2.2 both multiply their saturated term by the raw
-# term frequency again, so they are not the published formulas; Okapi is.)
+# (rank-bm25's BM25L and BM25Plus were tried too. In rank-bm25 0.2.2 BM25L multiplies its saturated term by the raw
+# term frequency again, so it is not the published formula; BM25Plus adds its delta to every document for every query
+# term, a constant that does not change the order, so it ranks as Okapi with idf log((N+1)/df): measured equal
+# (round 5). Reciprocal-rank fusion of per-field BM25 rankings - title and symptoms, firing logs, vocabulary phrases,
+# with and without the whole document, k = 10 or 60 - ranked lower on the tuning descriptions and much lower on the
+# prose of the tuning logs (top-1 0.68 -> 0.52..0.59), so one document per entry stays.)
 BM25_K1 = 10.0
 BM25_B = 0.75
 
@@ -81,7 +88,15 @@ _T2S_MAP_SRC = {k: v for k, v in {
     "過": "过", "較": "较", "級": "级", "發": "发", "現": "现", "將": "将", "從": "从", "來": "来", "產": "产",
     "進": "进", "斷": "断", "狀": "状", "態": "态", "統": "统", "輸": "输", "認": "认", "證": "证", "簽": "签",
     "錄": "录", "佔": "占",
-}.items() if len(k) == 1}
+    # round 5: more of the characters Taiwan/Hong Kong reports use (圖片, 當機, 訓練, 記憶體, 檔案, 頁面, 環境, ...)
+    "圖": "图", "當": "当", "機": "机", "軟": "软", "處": "处", "畫": "画", "節": "节", "點": "点", "們": "们",
+    "嗎": "吗", "題": "题", "練": "练", "訓": "训", "優": "优", "關": "关", "閉": "闭", "門": "门", "頁": "页",
+    "檔": "档", "術": "术", "專": "专", "業": "业", "幫": "帮", "該": "该", "請": "请", "經": "经", "環": "环",
+    "變": "变", "區": "区", "單": "单", "雙": "双", "張": "张", "塊": "块", "黃": "黄", "實": "实", "際": "际",
+    "慢": "慢", "崩": "崩", "潰": "溃", "凍": "冻", "結": "结", "啟": "启", "屬": "属", "權": "权", "點": "点",
+    "續": "续", "網": "网", "絡": "络", "連": "连", "接": "接", "載": "载", "擬": "拟", "並": "并", "傳": "传",
+    "訓": "训", "練": "练", "損": "损", "壓": "压", "縮": "缩", "揮": "挥", "發": "发", "佈": "布", "係": "系",
+}.items() if len(k) == 1 and k != v}
 
 
 # simplified -> traditional, to add a traditional spelling of every lexicon phrase (cheaper than converting text)
@@ -286,7 +301,17 @@ _STEM = snowballstemmer.stemmer("english")
 _STOP = frozenset("""a an the and or of to in on at by for with from is are was were be been being it its this that
 these those i me my we our you your he she they them their there here as if but so not no do does did done have has had
 can could would should will just than then too very also when while after before into out up down over again any all
-some such only own same other what which who whom whose why how where""".split())
+some such only own same other what which who whom whose why how where
+aren couldn didn doesn hadn hasn haven isn mightn mustn needn shan shouldn wasn weren won wouldn don""".split())
+# British spellings to the American ones before stemming (Snowball stems "initialise" to "initialis" but "initialize"
+# to "initi"): the -ise/-isation family of the words GPU reports use, and a few others
+_BRIT = re.compile(r"^(initiali|recogni|utili|optimi|normali|seriali|deseriali|authori|virtuali|organi|speciali|"
+                   r"synchroni|minimi|maximi|customi|visuali|quanti|tokeni|categori|prioriti|standardi|locali|"
+                   r"finali|paralleli|vectori|summari|characteri|parameteri|materiali)s(e|ed|es|ing|ation|ations|er|ers)$")
+_BRIT_WORDS = {"behaviour": "behavior", "behaviours": "behaviors", "colour": "color", "colours": "colors",
+               "licence": "license", "licences": "licenses", "analyse": "analyze", "analysed": "analyzed",
+               "analysing": "analyzing", "favour": "favor", "honour": "honor", "centre": "center"}
+MAX_WORD = 64      # a longer ASCII run is a hash, a path or filler, not a word (and Snowball's stemmer is quadratic in it)
 _MARK = "\ue000"   # a private-use character stands for a synonym found in the text, by its index
 _TOKEN = re.compile(r"\ue000\d+|[a-z0-9_]+|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -341,8 +366,8 @@ class Tokenizer:
                     # a pair with a function character (的, 了, 都, ...) spans two words or is grammar: noise
                     out.extend((w[i:i + 2], w[i:i + 2]) for i in range(len(w) - 1)
                                if w[i] not in fc and w[i + 1] not in fc)
-            elif w not in _STOP and len(w) > 1 and not w.isdigit():   # numbers are versions and sizes
-                out.append((_STEM.stemWord(w), w))
+            elif w not in _STOP and 1 < len(w) <= MAX_WORD and not w.isdigit():   # numbers are versions and sizes
+                out.append((_STEM.stemWord(_BRIT_WORDS.get(w) or _BRIT.sub(r"\1z\2", w)), w))
                 if 0 < w.strip("_").count("_") <= 3:   # (a long snake_case run is a path or a build tag, not a name)
                     # an identifier (TensileLibrary_lazy_gfx1031, hipErrorNoBinaryForGpu_x): its parts count too
                     out.extend((_STEM.stemWord(p), p) for p in w.split("_")
@@ -426,6 +451,11 @@ def _entry_text(e: Any) -> list[str]:
     zh = (getattr(e, "translations", None) or {}).get("zh") or {}
     parts += [zh.get("title", ""), zh.get("title", ""), zh.get("symptoms", "")]
     parts += [t.logs for t in getattr(e, "tests", []) if t.expect == "fire" and t.logs]
+    # the vendor variants' own title and symptoms ("CUDA out of memory" next to "HIP out of memory"), same weights
+    for vendor, var in (getattr(e, "variants", None) or {}).items():
+        tv = ((zh.get("variants") or {}).get(vendor) or {}) if isinstance(zh, dict) else {}
+        parts += [var.get("title") or "", var.get("title") or "", var.get("symptoms") or ""]
+        parts += [tv.get("title") or "", tv.get("title") or "", tv.get("symptoms") or ""]
     return parts
 
 

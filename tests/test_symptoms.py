@@ -426,6 +426,24 @@ def test_more_failure_words_fold_to_one_token():
     assert "multigpu" in words("多卡训练") and "multigpu" in words("training on multiple GPUs")
 
 
+def test_compound_words_and_spelling_variants_fold_to_one_token():
+    """Round 5: a compound word is one token and does not match its parts elsewhere; British spellings stem like the
+    American ones; the clitic halves of "doesn't", "isn't" are stop words."""
+    tok = symptoms.retriever_for().tokenizer
+    words = lambda text: {t for t, _ in tok(text)}
+    assert "vm" in words("我是在虚拟机上使用") and "虚拟" not in words("我是在虚拟机上使用")
+    assert "pagefile" in words("虚拟内存不足") and "pagefile" in words("the paging file is too small")
+    assert "cputorch" in words("PyTorch安装的是CPU版本") and "cputorch" in words("torch 2.1.2+cpu")
+    assert "nomodule" in words("no module name torch") and "nomodule" in words("No module named 'torch'")
+    assert "invaliddevfn" in words("HIP error: invalid device function") and "devic" not in words("invalid device function")
+    assert words("CUDA failed to initialise") == words("CUDA failed to initialize")
+    assert words("GPU not recognised") == words("GPU not recognized")
+    assert words("the behaviour is odd") == words("the behavior is odd")
+    assert "doesn" not in words("it doesn't work") and "isn" not in words("it isn't detected")
+    # Taiwan/Hong Kong wording and characters
+    assert words("顯示卡當機") == {"gpu", "hang"} and {"vram", "oom"} <= words("顯示卡記憶體不足")
+
+
 def _entry(eid, title, symptoms_text, cause, zh_symptoms="", logs=""):
     from types import SimpleNamespace as NS
     tests = [NS(expect="fire", logs=logs)] if logs else []
