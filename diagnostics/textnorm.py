@@ -49,27 +49,43 @@ _MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec|\d{1,2}月)"   # jou
 # the program of a syslog line: "ollama[1234]" or the kernel; a bare word is not taken ("PyTorch version: ...")
 _PROG = r"(?:[\w./@-]{1,64}\[\d{1,10}\]|kernel)"
 _ISO = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
-_PREFIX = re.compile(
-    r"(?m)^(?:"
+_PREFIX_ALTS = (
+    # ISO timestamps: rsyslog high-precision "2024-05-01T12:00:00.123456+00:00 host kernel: " and docker logs -t /
+    # kubectl --timestamps / CRI files "2024-05-01T12:00:00.123456789Z stdout F " (one timestamp, then either tail)
+    rf"{_ISO} (?:[\w.-]{{1,64}} {_PROG}: |(?:std(?:out|err) [FP] )?)",
     # journald / syslog: "Mar 03 12:00:01 host kernel: ", "Mar  3 12:00:01 host ollama[1234]: "
-    rf"{_MON} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{{1,9}})? [\w.-]{{1,64}} {_PROG}: "
-    # rsyslog high-precision: "2024-05-01T12:00:00.123456+00:00 host kernel: "
-    rf"|{_ISO} [\w.-]{{1,64}} {_PROG}: "
-    # docker logs -t / kubectl --timestamps / CRI files: "2024-05-01T12:00:00.123456789Z stdout F "
-    rf"|{_ISO} (?:std(?:out|err) [FP] )?"
+    rf"{_MON} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{{1,9}})? [\w.-]{{1,64}} {_PROG}: ",
     # bracketed timestamps (ComfyUI, Windows tools, Python logging): "[2024-05-01 12:00:00.123] ", "[12:00:01] "
-    rf"|\[(?:{_ISO}|\d\d:\d\d:\d\d(?:[.,]\d{{1,6}})?)\] ?"
+    rf"\[(?:{_ISO}|\d\d:\d\d:\d\d(?:[.,]\d{{1,6}})?)\] ?",
     # US/Windows style: "05/01/2024 12:00:00 PM ", "5/1/2024, 12:00:00 "
-    r"|\[?\d{1,2}/\d{1,2}/\d{4},? \d{1,2}:\d\d:\d\d(?: ?[AP]M)?\]? "
+    r"\[?\d{1,2}/\d{1,2}/\d{4},? \d{1,2}:\d\d:\d\d(?: ?[AP]M)?\]? ",
     # the kernel's own clock: "[  123.456789] " (also after a journald prefix)
-    r"|\[ {0,12}\d{1,10}\.\d{1,9}\] ?"
+    r"\[ {0,12}\d{1,10}\.\d{1,9}\] ?",
     # interactive prompts: ">>> ", "... ", "$ ", "user@host:~/dir$ ", "(venv) $ ", "PS C:\\x> "; "> " quotes
-    r"|(?:\([\w.-]{1,64}\) ?)?[\w.@:~/-]{0,128}\$ "
-    r"|(?:>>>|\.\.\.) "
-    r"|PS [^>\n]{1,200}> "
-    r"|>{1,3} "
-    r"){1,4}")
-_PREFIX_LINE = re.compile(_PREFIX.pattern[len("(?m)"):])
+    # (the run of the prompt's characters is taken whole: "$" is not one of them, so giving characters back could
+    # never find "$ " and would only cost time on a long word)
+    r"(?:\([\w.-]{1,64}\) ?)?(?=([\w.@:~/-]{0,128}))\2\$ ",
+    r"(?:>>>|\.\.\.) ",
+    r"PS [^>\n]{1,200}> ",
+    r">{1,3} ",
+)
+# No two alternatives can match at the same place (they differ in their first characters or in the character
+# after a run both allow; ">>> " is the same either way), so their order is free and the common timestamp comes
+# first.  No alternative can match a line break, so the prefixes of one line never reach into the next.  Each
+# alternative is anchored and bounded (no nested unbounded repetition), and at most four are removed from one
+# line, so the pass stays linear.  _ITER_GUARD is a cheap necessary condition for another prefix (its first
+# character, or "$ " after a run of a prompt's characters, taken without backtracking), so the search for a
+# second prefix after "2024-05-01 12:00:00 " gives up at once on an ordinary "INFO ..." line.
+_ITER_GUARD = r"(?=[\d\[>.(PJFMASOND]|(?=([\w.@:~/-]{0,128}))\1\$ )"
+_PREFIX_BODY = "(?:" + _ITER_GUARD + "(?:" + "|".join(_PREFIX_ALTS) + ")){1,4}"
+# a line is only tried when it can start a prefix: its first character, or "$ " among its first 131 characters.
+# A line that starts with none of those characters can only start with a prompt, which holds that "$ " itself,
+# so the look for "$ " is only made where a digit other than 0-9 starts the line (Python's \d takes any script's).
+_LINE_CAN_START = r"(?=[0-9\[>.(PJFMASOND]|(?!\d)|[^\n]{0,129}\$ )"
+_PREFIX = re.compile(r"(?m)^" + _LINE_CAN_START + _PREFIX_BODY)
+_PREFIX_LINE = re.compile(_LINE_CAN_START + _PREFIX_BODY)
+# the prefixes of every line but the first: a literal line break first lets the search skip to the next line in C
+_PREFIX_AFTER_NL = re.compile("\n" + _LINE_CAN_START + _PREFIX_BODY)
 _PREFIX_HINT = re.compile(rf"(?m)^(?:[A-Z][a-z]{{2}} |\d|\[|>|\.\.\. |\(|PS |[\w.@:~/-]{{0,128}}\$ )")
 
 WRAP_MIN = 50           # a line shorter than this is never taken for a wrapped one
@@ -151,24 +167,15 @@ def c_locale_words(text: str) -> str:
     return _LOCALIZED_RE.sub(lambda m: _LOCALIZED.get(m.group(0)) or _LOCALIZED_AT_END[m.group(0)], text)
 
 
-_FIRST = frozenset("0123456789[>.(PJFMASOND")   # what a prefix can start with (prompts are found by "$ ")
-
-
 def strip_prefixes(text: str) -> str:
-    """Remove logging-layer prefixes at the start of every line (see the module docstring).  Only lines that can
-    start a prefix are tried (one anchored match each), so a long log costs one split and one join."""
-    if not _PREFIX_HINT.search(text):
-        return text
-    lines = text.split("\n")
-    match = _PREFIX_LINE.match
-    changed = False
-    for i, line in enumerate(lines):
-        if line and (line[0] in _FIRST or "$ " in line[:131]):
-            m = match(line)
-            if m and m.end():
-                lines[i] = line[m.end():]
-                changed = True
-    return "\n".join(lines) if changed else text
+    """Remove logging-layer prefixes at the start of every line (see the module docstring).  One regex
+    substitution over the text: the search runs from line break to line break in C, and only lines that can
+    start a prefix are tried (one anchored match each); no list of lines is built, and a text without a prefix is
+    returned as it is (the same object)."""
+    m = _PREFIX_LINE.match(text)
+    first = m.end() if m else 0
+    out = _PREFIX_AFTER_NL.sub("\n", text)
+    return out[first:] if first else out
 
 
 PIECE = 1 << 20   # large texts are normalised in pieces of about 1 MiB cut at line ends (bounded temporaries)
