@@ -173,6 +173,17 @@ def cmd_export(args: argparse.Namespace) -> int:
         data = store.export_markdown(args.id, mask_identity=args.mask_identity).encode("utf-8")
     elif fmt == "html":
         data = store.export_html(args.id, mask_identity=args.mask_identity).encode("utf-8")
+    elif str(out) != "-":  # a bundle is written to its file as it is made (it holds the log about three times)
+        tmp = out.with_name(out.name + ".part")
+        try:
+            with open(tmp, "wb") as fp:
+                size = store.write_bundle(args.id, fp, mask_identity=args.mask_identity)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        tmp.replace(out)
+        print(_t("exported", id=args.id, fmt=fmt, size=f"{size:,}", out=out), file=sys.stderr)
+        return EXIT_OK
     else:
         data = store.export_bundle(args.id, mask_identity=args.mask_identity)
     if str(out) == "-":

@@ -31,7 +31,8 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import StaticPool
 
 from ..redact import preview_report, redact_report, redact_text
-from .bundle import BundleError, build_bundle, parse_bundle, render_html, render_markdown, validate_report
+from .bundle import (BundleError, build_bundle, parse_bundle, render_html, render_markdown, validate_report,
+                     write_bundle)
 from .models import (STATUSES, DiagnosisRow, FactRow, GenerationRow, NoteRow, ProbeResultRow, ReportRow,
                      SessionRow, metadata)
 from . import stats as fleet
@@ -517,6 +518,12 @@ class Store:
         """The shareable bundle of a session: secrets are redacted again, identity masked on request."""
         session = redact_report(self.get(sid), mask_identity=mask_identity)
         return build_bundle(session)
+
+    def write_bundle(self, sid: str, fp: Any, mask_identity: bool = False) -> int:
+        """:meth:`export_bundle` written to the binary file *fp* as it is made (the bundle, about three times the
+        session's size, is never held in memory); returns the number of bytes written."""
+        session = redact_report(self.get(sid), mask_identity=mask_identity)
+        return write_bundle(session, fp)
 
     def share_preview(self, sid: str, mask_identity: bool = False) -> dict[str, Any]:
         """What an export would share, for the UI to show before sharing: {"report": what leaves the machine,
