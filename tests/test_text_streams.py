@@ -127,3 +127,22 @@ def test_error_line_and_excerpt_without_a_list_of_lines(monkeypatch) -> None:
         assert stats.error_line(*texts) == former(*texts), texts
         n = rnd.randint(1, 40)
         assert stats._joined_tail(texts, n) == "\n".join(texts)[-n:], (texts, n)
+
+
+def test_store_writes_the_reports_it_returns(tmp_path, monkeypatch) -> None:
+    from diagnostics.store import Store
+
+    monkeypatch.setattr(B, "HTML_PIECE", 64)
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    log = "".join(f"line {i} <b>&amp; `x`\tPASSWORD=hunter2secret{i}\n" for i in range(300))
+    sid = store.save({"host": "h", "logs": [{"name": "big", "text": log}, {"name": "small", "text": "ok"}]})
+    for fmt, ref in (("md", store.export_markdown(sid)), ("html", store.export_html(sid))):
+        fp = io.BytesIO()
+        assert store.write_report(sid, fp, fmt) == len(fp.getvalue())
+        assert fp.getvalue() == ref.encode("utf-8") and "hunter2secret" not in ref
+    fp = io.BytesIO()
+    store.write_bundle(sid, fp)
+    a, b = json.loads(fp.getvalue()), json.loads(store.export_bundle(sid))
+    assert {k: v for k, v in a.items() if k not in ("exported_at", "sha256")} == \
+        {k: v for k, v in b.items() if k not in ("exported_at", "sha256")}
+    store.close()
