@@ -5,7 +5,11 @@ Each (path, input kind, size) runs in a fresh child process: the input is built,
 over what it held before (the input itself included in the base).  The acceptance bar of issue 16: time linear
 in the size (seconds per MB flat as the size grows) and peak growth <= 3x the input + a fixed base.
 
-Paths:  redact (the one redaction engine: every save, import, export and share preview runs it),
+Paths:  redact (the one redaction engine: every save, import, export and share preview runs it), normalise
+        (textnorm.clean_log: what the matcher and the parsers read), prefixes (textnorm.strip_prefixes alone),
+        save (Store.save of a report holding the text, SQLite file), export (`sessions export`: Store.write_bundle
+        of that session to a file), bundle (Store.export_bundle: the bundle as bytes, about 3x the text itself),
+        markdown / html (Store.export_markdown / export_html),
         fold (symptoms.normalize: NFKC + casefold of pasted prose), match (service.diagnose_text: the whole
         `match --log` / UI paste path: dump detection, the KB matcher, the symptom lexicon), terminal (the
         CLI's output sanitiser), import (parse_bundle of a bundle holding the text; bundles stop at 20 MB).
@@ -26,7 +30,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PATHS = ("redact", "fold", "match", "terminal", "import")
+PATHS = ("redact", "fold", "normalise", "prefixes", "match", "terminal", "save", "export", "bundle", "markdown", "html",
+         "import")
 KINDS = ("log", "digits", "cjk", "hostile")
 
 LINES = {
@@ -48,6 +53,7 @@ def child(path: str, kind: str, mb: int) -> dict:
     from diagnostics.store.bundle import MAX_BUNDLE_BYTES, build_bundle, parse_bundle
     from diagnostics.symptoms import load_lexicon, normalize
     from diagnostics.termsafe import clean
+    from diagnostics.textnorm import clean_log, strip_prefixes
 
     service.get_kb()
     load_lexicon()
@@ -61,7 +67,25 @@ def child(path: str, kind: str, mb: int) -> dict:
         arg = build_bundle({"session_id": "", "logs": [{"name": "x", "text": text}]})
         if len(arg) > MAX_BUNDLE_BYTES:  # type: ignore[arg-type]
             return {"skipped": f"bundles stop at {MAX_BUNDLE_BYTES // 2**20} MB"}
+    if path in ("save", "export", "bundle", "markdown", "html"):
+        import tempfile
+
+        from diagnostics.store import Store
+
+        tmp = tempfile.mkdtemp(prefix="bench_text_")
+        store = Store(f"sqlite:///{tmp}/s.db")
+        report = {"session_id": "", "host": "bench", "logs": [{"name": "pasted", "text": text}]}
+        if path == "save":
+            store.save({"host": "warm-up"})
+            arg = report
+        else:
+            arg = store.save(report)
+            del report
     fn = {"redact": redact_text, "fold": normalize, "terminal": clean, "import": parse_bundle,
+          "normalise": clean_log, "prefixes": strip_prefixes,
+          "save": lambda r: store.save(r), "bundle": lambda sid: store.export_bundle(sid),
+          "export": lambda sid: _export_to_file(store, sid, f"{tmp}/out.json"),
+          "markdown": lambda sid: store.export_markdown(sid), "html": lambda sid: store.export_html(sid),
           "match": lambda t: service.diagnose_text(logs=[("pasted", t)])}[path]
     gc.collect()
     with open("/proc/self/clear_refs", "w") as f:
@@ -81,7 +105,17 @@ def child(path: str, kind: str, mb: int) -> dict:
     peak = rss("VmHWM:")
     del out
     n = len(arg) if isinstance(arg, bytes) else len(text.encode())  # the input of import is the bundle file
+    if path in ("save", "export", "bundle", "markdown", "html"):
+        import shutil
+
+        store.close()
+        shutil.rmtree(tmp, ignore_errors=True)
     return {"bytes": n, "seconds": dt, "peak_growth": max(0, peak - base)}
+
+
+def _export_to_file(store: object, sid: str, out: str) -> int:
+    with open(out, "wb") as fp:
+        return store.write_bundle(sid, fp)  # type: ignore[attr-defined]
 
 
 def run_one(path: str, kind: str, mb: int, timeout: float) -> dict:

@@ -169,10 +169,23 @@ def cmd_export(args: argparse.Namespace) -> int:
         from .issue_body import render_github_issue
 
         data = render_github_issue(store.get(args.id), mask_identity=args.mask_identity).encode("utf-8")
-    elif fmt == "md":
-        data = store.export_markdown(args.id, mask_identity=args.mask_identity).encode("utf-8")
-    elif fmt == "html":
-        data = store.export_html(args.id, mask_identity=args.mask_identity).encode("utf-8")
+    elif fmt in ("md", "html") and str(out) == "-":
+        data = (store.export_markdown if fmt == "md" else store.export_html)(
+            args.id, mask_identity=args.mask_identity).encode("utf-8")
+    elif str(out) != "-":  # written to the file as it is made: a bundle holds the log about three times
+        tmp = out.with_name(out.name + ".part")
+        try:
+            with open(tmp, "wb") as fp:
+                if fmt in ("md", "html"):
+                    size = store.write_report(args.id, fp, fmt, mask_identity=args.mask_identity)
+                else:
+                    size = store.write_bundle(args.id, fp, mask_identity=args.mask_identity)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        tmp.replace(out)
+        print(_t("exported", id=args.id, fmt=fmt, size=f"{size:,}", out=out), file=sys.stderr)
+        return EXIT_OK
     else:
         data = store.export_bundle(args.id, mask_identity=args.mask_identity)
     if str(out) == "-":

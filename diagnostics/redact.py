@@ -778,19 +778,29 @@ class Redactor:
         self.reserve(text)
         if len(text) <= CHUNK:
             text = self._apply(text, find_secrets(text))
-        else:  # piecewise: the span list and the pieces of one chunk at a time (peak memory ~2x the text)
+        else:  # piecewise: the span list and the pieces of one chunk at a time
             blocks = _block_spans(text)
-            parts = []
-            changed = False
+            # only the pieces that changed are kept (with their place): a text without a secret costs one piece,
+            # not a second copy of itself, and is returned as it is
+            changes: list[tuple[int, int, str]] = []
             for a, b in _chunks(text, blocks):
                 piece = text[a:b]
                 mine = [(max(x, a) - a, min(y, b) - a, k) for x, y, k in blocks if x < b and y > a]
                 done = self._apply(piece, find_secrets(piece, mine))
-                changed = changed or done is not piece
-                parts.append(done)
-            if changed:
+                if done is not piece:
+                    changes.append((a, b, done))
+                del piece, done
+            if changes:
+                parts: list[str] = []
+                pos = 0
+                for a, b, done in changes:
+                    parts.append(text[pos:a])
+                    parts.append(done)
+                    pos = b
+                parts.append(text[pos:])
+                del changes
                 text = "".join(parts)
-            del parts
+                del parts
         if self.mask_identity:
             text = self._identity(text)
         return text

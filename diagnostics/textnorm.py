@@ -10,10 +10,7 @@ the wrapped-line appendix is bounded by the size of the text.
   progress redraws as lines, full-width punctuation (``：，（）``) and typographic quotes as ASCII, and the line
   prefixes that logging layers put in front of a tool's own words (journald/syslog ``Mar 03 12:00:01 host
   kernel: ``, the kernel's ``[  123.456789] ``, docker/k8s ``2024-05-01T12:00:00.123456789Z [stdout F] ``,
-  Python-logging / Windows ``2024-05-01 12:00:00,123 `` timestamps and the level after them (``- app - ERROR - ``,
-  ``INFO ``, ``[ERROR] ``), vLLM's ``INFO 12-02 01:02:03 [file.py:12] `` behind Ray's ``(Worker pid=1) ``, glog's
-  ``I1202 01:02:03.123456 1 f.cc:1] ``, SwarmUI's ``10:31:55.123 [Debug] [ComfyUI-0/STDERR] ``, docker compose's
-  ``svc-1  | ``, ``kubectl logs --prefix``'s ``[pod/x/c] ``, ``>>> ``/``$ `` prompts, ``> `` quotes)
+  Python-logging / Windows ``2024-05-01 12:00:00,123 `` timestamps, ``>>> ``/``$ `` prompts, ``> `` quotes)
   removed, so a signature anchored at the start of the tool's line still matches.
 * :func:`html_text` (part of :func:`clean_log`) - a paste taken from a page's HTML: entities (``&quot;``, ``&apos;``)
   decoded, inline formatting tags (``<b>``, ``<code>``) dropped, ``<br>`` as a line break.
@@ -53,44 +50,62 @@ _MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec|\d{1,2}月)"   # jou
 _PROG = r"(?:[\w./@-]{1,64}\[\d{1,10}\]|kernel)"
 _ISO = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
 _LEVEL = r"(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRITICAL|FATAL)"
-_PREFIX = re.compile(
-    r"(?m)^(?:"
+_COMPOSE = r"[\w.-]{1,64}[-_]\d{1,3} {1,32}\| "   # docker compose's "svc-1  | " (tried only where it can be)
+_PREFIX_ALTS = (
+    # ISO timestamps: rsyslog high-precision "2024-05-01T12:00:00.123456+00:00 host kernel: " and docker logs -t /
+    # kubectl --timestamps / CRI files "2024-05-01T12:00:00.123456789Z stdout F " (one timestamp, then either tail)
+    rf"{_ISO} (?:[\w.-]{{1,64}} {_PROG}: |(?:std(?:out|err) [FP] )?)",
     # journald / syslog: "Mar 03 12:00:01 host kernel: ", "Mar  3 12:00:01 host ollama[1234]: "
-    rf"{_MON} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{{1,9}})? [\w.-]{{1,64}} {_PROG}: "
-    # rsyslog high-precision: "2024-05-01T12:00:00.123456+00:00 host kernel: "
-    rf"|{_ISO} [\w.-]{{1,64}} {_PROG}: "
-    # docker logs -t / kubectl --timestamps / CRI files: "2024-05-01T12:00:00.123456789Z stdout F "
-    rf"|{_ISO} (?:std(?:out|err) [FP] )?"
+    rf"{_MON} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{{1,9}})? [\w.-]{{1,64}} {_PROG}: ",
     # bracketed timestamps (ComfyUI, Windows tools, Python logging): "[2024-05-01 12:00:00.123] ", "[12:00:01] "
-    rf"|\[(?:{_ISO}|\d\d:\d\d:\d\d(?:[.,]\d{{1,6}})?)\] ?"
+    rf"\[(?:{_ISO}|\d\d:\d\d:\d\d(?:[.,]\d{{1,6}})?)\] ?",
     # US/Windows style: "05/01/2024 12:00:00 PM ", "5/1/2024, 12:00:00 "
-    r"|\[?\d{1,2}/\d{1,2}/\d{4},? \d{1,2}:\d\d:\d\d(?: ?[AP]M)?\]? "
+    r"\[?\d{1,2}/\d{1,2}/\d{4},? \d{1,2}:\d\d:\d\d(?: ?[AP]M)?\]? ",
     # the kernel's own clock: "[  123.456789] " (also after a journald prefix)
-    r"|\[ {0,12}\d{1,10}\.\d{1,9}\] ?"
+    r"\[ {0,12}\d{1,10}\.\d{1,9}\] ?",
     # a logging framework's level after its timestamp: "2024-05-01 12:00:00,123 - app - ERROR - " (the logging
     # cookbook's format), "... INFO ", "[...] [ERROR] "; never "ERROR: " (pip and many tools print that themselves)
-    rf"|(?<=[\d\]] )(?:- [\w.<>-]{{1,64}} - )?{_LEVEL}(?: - | {{1,4}})"
-    rf"|\[{_LEVEL}\] "
+    rf"(?<=[\d\]] )(?:- [\w.<>-]{{1,64}} - )?{_LEVEL}(?: - | {{1,4}})",
+    rf"\[{_LEVEL}\] ",
     # vLLM: "INFO 12-02 01:02:03 [api_server.py:1021] ", after Ray's / vLLM's process tag "(APIServer pid=123) "
-    rf"|{_LEVEL} \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{{1,6}})? \[[\w./-]{{1,128}}:\d{{1,6}}\] "
-    r"|\([\w.-]{1,64} pid=\d{1,10}(?:, ip=[\d.:a-f]{3,45})?\) "
+    rf"{_LEVEL} \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{{1,6}})? \[[\w./-]{{1,128}}:\d{{1,6}}\] ",
+    r"\([\w.-]{1,64} pid=\d{1,10}(?:, ip=[\d.:a-f]{3,45})?\) ",
     # glog (TensorFlow, XLA, Ray's C++ core): "I1202 01:02:03.123456 12345 file.cc:123] "
-    r"|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6} {1,8}\d{1,10} [\w./-]{1,128}:\d{1,6}\] "
+    r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6} {1,8}\d{1,10} [\w./-]{1,128}:\d{1,6}\] ",
     # SwarmUI: "10:31:55.123 [Debug] [ComfyUI-0/STDERR] " (its clock and level, then the backend's stream)
-    r"|\d\d:\d\d:\d\d\.\d{3} \[(?:Verbose|Debug|Info|Init|Warning|Error)\] "
-    r"|\[[\w.-]{1,32}/STD(?:OUT|ERR)\] "
+    r"\d\d:\d\d:\d\d\.\d{3} \[(?:Verbose|Debug|Info|Init|Warning|Error)\] ",
+    r"\[[\w.-]{1,32}/STD(?:OUT|ERR)\] ",
     # docker compose ("comfyui-1  | ", "ollama_1    | ") and kubectl logs --prefix ("[pod/web-7c9f/app] ")
-    r"|[\w.-]{1,64}[-_]\d{1,3} {1,32}\| "
-    r"|\[pod/[\w.-]{1,253}/[\w.-]{1,63}\] "
+    _COMPOSE,
+    r"\[pod/[\w.-]{1,253}/[\w.-]{1,63}\] ",
     # interactive prompts: ">>> ", "... ", "$ ", "user@host:~/dir$ ", "(venv) $ ", "PS C:\\x> "; "> " quotes
-    r"|(?:\([\w.-]{1,64}\) ?)?[\w.@:~/-]{0,128}\$ "
-    r"|(?:>>>|\.\.\.) "
-    r"|PS [^>\n]{1,200}> "
-    r"|>{1,3} "
-    r"){1,4}")
-_PREFIX_LINE = re.compile(_PREFIX.pattern[len("(?m)"):])
+    # (the run of the prompt's characters is taken whole: "$" is not one of them, so giving characters back could
+    # never find "$ " and would only cost time on a long word)
+    r"(?:\([\w.-]{1,64}\) ?)?(?=([\w.@:~/-]{0,128}))\2\$ ",
+    r"(?:>>>|\.\.\.) ",
+    r"PS [^>\n]{1,200}> ",
+    r">{1,3} ",
+)
+# No two alternatives can match at the same place (they differ in their first characters or in the character
+# after a run both allow; ">>> " is the same either way), so their order is free and the common timestamp comes
+# first.  No alternative can match a line break, so the prefixes of one line never reach into the next.  Each
+# alternative is anchored and bounded (no nested unbounded repetition), and at most four are removed from one
+# line, so the pass stays linear.  _ITER_GUARD is a cheap necessary condition for another prefix (its first
+# character, or "$ " after a run of a prompt's characters, taken without backtracking), so the search for a
+# second prefix after "2024-05-01 12:00:00 " gives up at once on an ordinary "INFO ..." line.
+_ITER_GUARD = r"(?=[\d\[>.(PJFMASONDTIWEC-]|(?=([\w.@:~/-]{0,128}))\1\$ |" + _COMPOSE + ")"
+_PREFIX_BODY = "(?:" + _ITER_GUARD + "(?:" + "|".join(_PREFIX_ALTS) + ")){1,4}"
+# a line is only tried when it can start a prefix: its first character, or "$ " among its first 131 characters.
+# A line that starts with none of those characters can only start with a prompt, which holds that "$ " itself,
+# so the look for "$ " is only made where a digit other than 0-9 starts the line (Python's \d takes any script's);
+# likewise "| " for docker compose's "svc-1  | " (a service name may start with such a digit).
+_LINE_CAN_START = r"(?=[0-9\[>.(PJFMASONDTIWEC]|(?!\d)|[^\n]{0,129}\$ |[^\n]{0,98}\| )"
+_PREFIX = re.compile(r"(?m)^" + _LINE_CAN_START + _PREFIX_BODY)
+_PREFIX_LINE = re.compile(_LINE_CAN_START + _PREFIX_BODY)
+# the prefixes of every line but the first: a literal line break first lets the search skip to the next line in C
+_PREFIX_AFTER_NL = re.compile("\n" + _LINE_CAN_START + _PREFIX_BODY)
 _PREFIX_HINT = re.compile(rf"(?m)^(?:[A-Z][a-z]{{2}} |\d|\[|>|\.\.\. |\(|PS |[\w.@:~/-]{{0,128}}\$ |{_LEVEL} \d|[IWEF]\d{{4}} "
-                          r"|[\w.-]{1,64}[-_]\d{1,3} {1,32}\| )")
+                          r"|" + _COMPOSE + ")")
 
 WRAP_MIN = 50           # a line shorter than this is never taken for a wrapped one
 WRAP_MAX_RUN = 6        # at most this many physical lines are joined into one
@@ -171,24 +186,15 @@ def c_locale_words(text: str) -> str:
     return _LOCALIZED_RE.sub(lambda m: _LOCALIZED.get(m.group(0)) or _LOCALIZED_AT_END[m.group(0)], text)
 
 
-_FIRST = frozenset("0123456789[>.(PJFMASONDTIWEC")   # what a prefix can start with (prompts: "$ ", compose: "| ")
-
-
 def strip_prefixes(text: str) -> str:
-    """Remove logging-layer prefixes at the start of every line (see the module docstring).  Only lines that can
-    start a prefix are tried (one anchored match each), so a long log costs one split and one join."""
-    if not _PREFIX_HINT.search(text):
-        return text
-    lines = text.split("\n")
-    match = _PREFIX_LINE.match
-    changed = False
-    for i, line in enumerate(lines):
-        if line and (line[0] in _FIRST or "$ " in line[:131] or "| " in line[:100]):
-            m = match(line)
-            if m and m.end():
-                lines[i] = line[m.end():]
-                changed = True
-    return "\n".join(lines) if changed else text
+    """Remove logging-layer prefixes at the start of every line (see the module docstring).  One regex
+    substitution over the text: the search runs from line break to line break in C, and only lines that can
+    start a prefix are tried (one anchored match each); no list of lines is built, and a text without a prefix is
+    returned as it is (the same object)."""
+    m = _PREFIX_LINE.match(text)
+    first = m.end() if m else 0
+    out = _PREFIX_AFTER_NL.sub("\n", text)
+    return out[first:] if first else out
 
 
 PIECE = 1 << 20   # large texts are normalised in pieces of about 1 MiB cut at line ends (bounded temporaries)

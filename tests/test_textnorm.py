@@ -182,3 +182,66 @@ def test_wrap_appendix_is_bounded_and_short_lines_are_never_joined():
     appendix, _ = joined_wraps(text)
     assert len(appendix) <= 2 * len(text)
     assert max(len(x) for x in appendix.split("\n")) <= 6 * 82
+
+
+# --- strip_prefixes as one substitution (issue 16): the same result as the line-by-line form it replaced ---------
+def _strip_prefixes_by_line(text: str) -> str:
+    """The former implementation: split, one anchored match of the former pattern (alternatives in their former
+    order, no guards) on each line that can start a prefix, join."""
+    import re
+
+    from diagnostics.textnorm import _ISO, _LEVEL, _MON, _PROG
+
+    old = re.compile(
+        rf"(?:{_MON} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{{1,9}})? [\w.-]{{1,64}} {_PROG}: |{_ISO} [\w.-]{{1,64}} {_PROG}: "
+        rf"|{_ISO} (?:std(?:out|err) [FP] )?|\[(?:{_ISO}|\d\d:\d\d:\d\d(?:[.,]\d{{1,6}})?)\] ?"
+        r"|\[?\d{1,2}/\d{1,2}/\d{4},? \d{1,2}:\d\d:\d\d(?: ?[AP]M)?\]? |\[ {0,12}\d{1,10}\.\d{1,9}\] ?"
+        # the logging frameworks' and wrappers' prefixes (levels, vLLM/Ray, glog, SwarmUI, compose, kubectl)
+        rf"|(?<=[\d\]] )(?:- [\w.<>-]{{1,64}} - )?{_LEVEL}(?: - | {{1,4}})|\[{_LEVEL}\] "
+        rf"|{_LEVEL} \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{{1,6}})? \[[\w./-]{{1,128}}:\d{{1,6}}\] "
+        r"|\([\w.-]{1,64} pid=\d{1,10}(?:, ip=[\d.:a-f]{3,45})?\) "
+        r"|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6} {1,8}\d{1,10} [\w./-]{1,128}:\d{1,6}\] "
+        r"|\d\d:\d\d:\d\d\.\d{3} \[(?:Verbose|Debug|Info|Init|Warning|Error)\] |\[[\w.-]{1,32}/STD(?:OUT|ERR)\] "
+        r"|[\w.-]{1,64}[-_]\d{1,3} {1,32}\| |\[pod/[\w.-]{1,253}/[\w.-]{1,63}\] "
+        r"|(?:\([\w.-]{1,64}\) ?)?[\w.@:~/-]{0,128}\$ |(?:>>>|\.\.\.) |PS [^>\n]{1,200}> |>{1,3} ){1,4}")
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line and (line[0] in "0123456789[>.(PJFMASONDTIWEC" or "$ " in line[:131] or "| " in line[:100]):
+            m = old.match(line)
+            if m and m.end():
+                lines[i] = line[m.end():]
+    return "\n".join(lines)
+
+
+_FRAGMENTS = [
+    "2024-05-01 12:00:00 ", "2024-05-01T12:00:00.123456789Z ", "2024-05-01T12:00:00.123456+00:00 host kernel: ",
+    "2024-05-01T12:00:00Z stdout F ", "2024-05-01T12:00:00Z stderr P ", "Mar 03 12:00:01 host kernel: ",
+    "Mar  3 12:00:01 host ollama[1234]: ", "2月 02 12:00:01 h kernel: ", "[2024-05-01 12:00:00.123] ", "[12:00:01] ",
+    "[12:00:01]", "05/01/2024 12:00:00 PM ", "[5/1/2024, 12:00:00] ", "[  123.456789] ", "[123.4]", ">>> ", "... ",
+    "$ ", "user@host:~/dir$ ", "(venv) $ ", "(venv)$ ", "PS C:\\x> ", "> ", ">> ", ">>>> ", "x" * 127 + "$ ",
+    "x" * 128 + "$ ", "x" * 129 + "$ ", "y " * 64 + "$ ", "a$b$ ", "٣٤-", "２０２４", "١٢:٠٠:٠٠ ", "٢٠٢٤-٠٥-٠١ ١٢:٠٠:٠٠ ",
+    "٢٠٢٤-٠٥-٠١ ١٢:٠٠:٠٠ $ ", "INFO ", "kernel: ", " ", "", "\t", "Traceback", "2024-05-01 12:00:00", "[", "(", "$",
+    "月", "ü$ ", "Jan", "Dec 31 23:59:59.999 h-1.x foo[1]: ", "PS >", "1/2/2024 1:00:00 ", "2024-05-01 12:00:00,123 ",
+    "2024-05-01 12:00:00+0530 ", "2024-05-01 12:00:00.1234567890 ", "2024-05-01 12:00:00+05:30 h kernel: ", "\r",
+    "\x1b", "1" * 130 + "$ ", "a.b@c:~/d-e$ ", "١月 02 12:00:01 h kernel: ",
+    "INFO  ", "- app - ERROR - ", "ERROR: ", "[ERROR] ", "(APIServer pid=7) ", "(W pid=1, ip=10.0.0.1) ",
+    "INFO 12-02 01:02:03 [a.py:1] ", "I1202 01:02:03.123456  1 f.cc:1] ", "01:02:03.123 [Debug] ", "[ComfyUI-0/STDERR] ",
+    "comfyui-1  | ", "ollama_1 | ", "GPU  | ", "[pod/a-1/b] ", "WARNING ",
+]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_strip_prefixes_is_the_line_by_line_result(seed):
+    import random
+
+    rnd = random.Random(seed)
+    for _ in range(2500):
+        lines = ["".join(rnd.choice(_FRAGMENTS) for _ in range(rnd.randint(0, 5))) + rnd.choice(["", "msg", " t $ x"])
+                 for _ in range(rnd.randint(1, 6))]
+        text = rnd.choice(["", "\n"]) + "\n".join(lines) + rnd.choice(["", "\n"])
+        assert strip_prefixes(text) == _strip_prefixes_by_line(text), repr(text)
+
+
+def test_strip_prefixes_returns_an_unprefixed_text_itself():
+    text = '  File "/x.py", line 1, in <module>\nValueError: x\n' * 100
+    assert strip_prefixes(text) is text

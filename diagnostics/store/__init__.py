@@ -25,7 +25,8 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import OperationalError
 
 from ..redact import preview_report, redact_report, redact_text
-from .bundle import BundleError, build_bundle, parse_bundle, render_html, render_markdown, validate_report
+from .bundle import (BundleError, build_bundle, iter_html, iter_markdown, parse_bundle, render_html, render_markdown,
+                     validate_report, write_bundle)
 from .models import (STATUSES, DiagnosisRow, FactRow, GenerationRow, NoteRow, ProbeResultRow, ReportRow,
                      SessionRow, metadata)
 from . import stats as fleet
@@ -280,6 +281,12 @@ class Store:
         session = redact_report(self.get(sid), mask_identity=mask_identity)
         return build_bundle(session)
 
+    def write_bundle(self, sid: str, fp: Any, mask_identity: bool = False) -> int:
+        """:meth:`export_bundle` written to the binary file *fp* as it is made (the bundle, about three times the
+        session's size, is never held in memory); returns the number of bytes written."""
+        session = redact_report(self.get(sid), mask_identity=mask_identity)
+        return write_bundle(session, fp)
+
     def share_preview(self, sid: str, mask_identity: bool = False) -> dict[str, Any]:
         """What an export would share, for the UI to show before sharing: {"report": what leaves the machine,
         "redacted_at_save": secrets removed when the session was saved (kind and place, never the value),
@@ -293,7 +300,22 @@ class Store:
         return render_markdown(redact_report(self.get(sid), mask_identity=mask_identity))
 
     def export_html(self, sid: str, mask_identity: bool = False) -> str:
-        return render_html(redact_report(self.get(sid), mask_identity=mask_identity))
+        session = redact_report(self.get(sid), mask_identity=mask_identity)
+        parts = list(iter_html(session))
+        del session  # the pieces are all that is left to join (the session and the page are not held together)
+        return "".join(parts)
+
+    def write_report(self, sid: str, fp: Any, fmt: str, mask_identity: bool = False) -> int:
+        """The Markdown (*fmt* "md") or HTML ("html") report written to the binary file *fp* piece by piece (what
+        :meth:`export_markdown` / :meth:`export_html` return, never held whole); returns the bytes written."""
+        session = redact_report(self.get(sid), mask_identity=mask_identity)
+        n = 0
+        for piece in (iter_markdown(session) if fmt == "md" else iter_html(session)):
+            for i in range(0, len(piece), 1 << 20):
+                data = piece[i:i + (1 << 20)].encode("utf-8")
+                fp.write(data)
+                n += len(data)
+        return n
 
     def import_bundle(self, data: bytes) -> str:
         """Import a bundle and return the session id (see import_bundle_ex for the warnings)."""

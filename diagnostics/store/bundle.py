@@ -257,8 +257,25 @@ def _cell(v: Any) -> str:
     return s[:500]
 
 
+def _longest_run(text: str, ch: str) -> int:
+    """The length of the longest run of *ch* in *text*: substring searches (in C) for runs of doubling, then
+    halving lengths, so O(len(text) * log(run)) and no list of every run."""
+    if ch not in text:
+        return 0
+    lo, hi = 1, 2  # a run of lo is in the text; find one of hi that is not
+    while ch * hi in text:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ch * mid in text:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 def _fence(text: str) -> str:
-    longest = max((len(m) for m in re.findall(r"`+|~+", text)), default=0)
+    longest = max(_longest_run(text, "`"), _longest_run(text, "~"))
     return "`" * max(3, longest + 1)
 
 
@@ -283,6 +300,20 @@ def _inline(v: Any) -> str:
 
 def render_markdown(report: dict[str, Any]) -> str:
     """A readable Markdown report of a session (all user text escaped)."""
+    return "\n".join(_markdown_lines(report))
+
+
+def iter_markdown(report: dict[str, Any]) -> Any:
+    """:func:`render_markdown`, piece by piece: a log is yielded as it is (not copied into a joined text)."""
+    for i, line in enumerate(_markdown_lines(report)):
+        if i:
+            yield "\n"
+        yield line
+
+
+def _markdown_lines(report: dict[str, Any], big_block: Any = None) -> list[str]:
+    """The lines of :func:`render_markdown` (a log is one item).  *big_block(text, fence)*, when given, is
+    called for each log longer than :data:`HTML_PIECE` and returns what stands in its code block instead."""
     sid = report.get("session_id", "")
     out = [f"# GPU doctor session {_inline(sid)}", ""]
     meta = [("Host", report.get("host")), ("Created", report.get("created_at")), ("Source", report.get("source")),
@@ -340,8 +371,16 @@ def render_markdown(report: dict[str, Any]) -> str:
         out.append("")
     for lg in report.get("logs") or []:
         if isinstance(lg, dict):
-            out += [f"## Log: {_inline(lg.get('name', ''))}", "", *_code_block(str(lg.get("text", ""))), ""]
-    return "\n".join(out)
+            text = str(lg.get("text", ""))
+            # (`markdown` deletes STX/ETX before it looks for fences, which can join runs of backticks into a
+            # closing fence: such a rare text is rendered whole, as before, so the page stays the same)
+            if big_block is not None and len(text) > HTML_PIECE and "\x02" not in text and "\x03" not in text:
+                fence = _fence(text)
+                block = [fence + "text", big_block(text, fence), fence]
+            else:
+                block = _code_block(text)
+            out += [f"## Log: {_inline(lg.get('name', ''))}", "", *block, ""]
+    return out
 
 
 ALLOWED_TAGS = {"h1", "h2", "h3", "h4", "p", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th", "td",
@@ -357,40 +396,131 @@ def sanitize_html(fragment: str) -> str:
 
 def render_html(report: dict[str, Any]) -> str:
     """A standalone HTML page of the session: Markdown rendered by `markdown`, then sanitised by nh3."""
-    body = _markdown.markdown(render_markdown(report), extensions=["tables", "fenced_code"])
-    body = sanitize_html(body)
+    return "".join(iter_html(report))
+
+
+HTML_PIECE = 1 << 20  # a log longer than this is rendered into HTML a piece of lines at a time
+
+
+def _html_of(md: str) -> str:
+    return sanitize_html(_markdown.markdown(md, extensions=["tables", "fenced_code"]))
+
+
+_CODE_OPEN, _CODE_CLOSE = "<pre><code>", "</code></pre>"
+
+
+def _code_html(text: str, fence: str) -> Any:
+    """The inside of ``<pre><code>...</code></pre>`` that `markdown` + nh3 make of *text* in a fenced block,
+    rendered ~HTML_PIECE characters of whole lines at a time.  What they do to a fenced block's text is local to
+    its lines (escaping, tabs expanded, CR as a line break, a line of spaces emptied, NUL dropped), so the pieces
+    give what the whole block gives: the inside of each piece's own block, the last one ending the text."""
+    start, n = 0, len(text)
+    while start < n:
+        end = min(n, start + HTML_PIECE)
+        if end < n:
+            nl = text.find("\n", end)  # whole lines only (after the line break, so CR LF stays together)
+            end = n if nl == -1 else nl + 1
+        # a piece before the last ends with its line break, which its own block's closing fence line supplies
+        piece = text[start:end - 1] if end < n else text[start:end]
+        out = _html_of(f"{fence}text\n{piece}\n{fence}")
+        del piece
+        a, b = out.find(_CODE_OPEN), out.rfind(_CODE_CLOSE)
+        if a != 0 or b == -1 or out[b:].strip() != _CODE_CLOSE:
+            raise ValueError("unexpected HTML for a code block")
+        yield out[a + len(_CODE_OPEN):b]
+        start = end
+
+
+def iter_html(report: dict[str, Any]) -> Any:
+    """:func:`render_html` piece by piece.  The page is rendered with each long log standing as a placeholder
+    in its code block, then the placeholder gives way to the log's own HTML, rendered in pieces of lines (the
+    same text as rendering the whole document at once; tests compare them)."""
+    import secrets as _secrets
+
+    token = "GPUDOCTORLOG" + _secrets.token_hex(16)
+    big: list[tuple[str, str, str]] = []
+
+    def stand_in(text: str, fence: str) -> str:
+        big.append((f"{token}{len(big)}x", text, fence))
+        return big[-1][0]
+
+    body = _html_of("\n".join(_markdown_lines(report, stand_in)))
     title = html.escape(f"GPU doctor session {report.get('session_id', '')}")
-    return ("<!doctype html>\n<html><head><meta charset=\"utf-8\">\n"
-            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
-            f"<title>{title}</title>\n<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}"
-            "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"
-            "pre{background:#f4f4f4;padding:6px;overflow:auto}</style></head>\n<body>\n"
-            f"{body}\n</body></html>\n")
+    yield ("<!doctype html>\n<html><head><meta charset=\"utf-8\">\n"
+           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
+           f"<title>{title}</title>\n<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}"
+           "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"
+           "pre{background:#f4f4f4;padding:6px;overflow:auto}</style></head>\n<body>\n")
+    pos = 0
+    for mark, _, _ in big:
+        if body.count(mark) != 1 or (_CODE_OPEN + mark + "\n" + _CODE_CLOSE) not in body:
+            raise ValueError("the placeholder of a log was not found once in the rendered page")
+    for mark, text, fence in big:
+        at = body.find(_CODE_OPEN + mark + "\n" + _CODE_CLOSE, pos) + len(_CODE_OPEN)
+        yield body[pos:at]
+        yield from _code_html(text, fence)
+        pos = at + len(mark) + 1
+    yield body[pos:] + "\n</body></html>\n"
 
 
 # ----------------------------------------------------------------------------------------------- bundles
 def build_bundle(session: dict[str, Any]) -> bytes:
-    bundle: dict[str, Any] = {
-        "format": FORMAT,
-        "version": VERSION,
-        "exported_at": utcnow().isoformat(timespec="seconds") + "Z",
-        "session": session,
-        "report_markdown": render_markdown(session),
-        "report_html": render_html(session),
-    }
-    bundle["sha256"] = sha256_of(bundle)
-    return (json.dumps(bundle, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+    """The bundle file of *session* (see :func:`write_bundle`)."""
+    import io
+
+    buf = io.BytesIO()
+    write_bundle(session, buf)
+    return buf.getvalue()  # BytesIO hands over its buffer: no second copy
+
+
+def write_bundle(session: dict[str, Any], fp: Any) -> int:
+    """Write the bundle of *session* to the binary file *fp*; return the number of bytes written.
+
+    The same bytes as ``json.dumps(bundle, ensure_ascii=False, indent=1) + "\\n"`` with the checksum of
+    :func:`summary.sha256_of`, but streamed: the HTML is rendered once (to a temporary file, hashed on the way),
+    the Markdown twice (it only refers to the session's strings), so neither, nor the JSON, is held whole."""
+    import hashlib
+    import tempfile
+
+    from .summary import Pieces, iter_json
+
+    exported_at = utcnow().isoformat(timespec="seconds") + "Z"
+    md = Pieces(lambda: iter_markdown(session))
+    rendered = [False]
+    with tempfile.TemporaryFile("w+", encoding="utf-8", newline="") as spool:
+        def html_pieces() -> Any:  # the first pass renders and keeps it, the second reads it back
+            if not rendered[0]:
+                for piece in iter_html(session):
+                    spool.write(piece)
+                    yield piece
+                rendered[0] = True
+            else:
+                spool.seek(0)
+                while True:
+                    piece = spool.read(HTML_PIECE)
+                    if not piece:
+                        break
+                    yield piece
+
+        page = Pieces(html_pieces)
+        bundle: dict[str, Any] = {"format": FORMAT, "version": VERSION, "exported_at": exported_at,
+                                  "session": session, "report_markdown": md, "report_html": page}
+        h = hashlib.sha256()
+        for chunk in iter_json(bundle, sort_keys=True):
+            h.update(chunk.encode("utf-8"))
+        bundle["sha256"] = h.hexdigest()
+        n = 0
+        for chunk in iter_json(bundle, indent=1):
+            data = chunk.encode("utf-8")
+            fp.write(data)
+            n += len(data)
+        fp.write(b"\n")
+        return n + 1
 
 
 def _streamed_sha256(obj: Any) -> str:
     """summary.sha256_of(obj), without building the whole canonical JSON text and its bytes at once."""
-    import hashlib
-
-    h = hashlib.sha256()
-    enc = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False)
-    for chunk in enc.iterencode(obj):
-        h.update(chunk.encode("utf-8"))
-    return h.hexdigest()
+    return sha256_of(obj)
 
 
 class _Refused(ValueError):

@@ -103,12 +103,54 @@ def error_line(*texts: Any) -> str:
     """The line that says what went wrong: the last raised error ('RuntimeError: ...', 'hipErrorNoBinaryForGpu:
     ...'), else the last error-looking line that is not a bare 'Aborted' or 'Segmentation fault' (those say how
     the program died, not why), else the last such line, else ''."""
-    lines = [ln.strip() for t in texts for ln in str(t or "").splitlines() if ln.strip()]
-    raised = [ln for ln in lines if _RAISED.match(ln)]
-    errish = [ln for ln in lines if _ERRORISH.search(ln)]
-    specific = [ln for ln in errish if not _GENERIC.search(ln)]
-    pick = (raised or specific or errish or [""])[-1]
+    raised = specific = errish = ""
+    for ln in _lines(texts):  # one line at a time: a 64 MB log is not turned into a list of its lines
+        ln = ln.strip()
+        if not ln:
+            continue
+        if _RAISED.match(ln):
+            raised = ln
+        if _ERRORISH.search(ln):
+            errish = ln
+            if not _GENERIC.search(ln):
+                specific = ln
+    pick = raised or specific or errish
     return pick[:400]
+
+
+_LINES_PIECE = 1 << 20
+
+
+def _lines(texts: Any) -> Any:
+    """The ``splitlines()`` of each text, read ~1 MiB at a time (pieces end after a line feed, so a CR LF is never
+    cut and the lines are the same)."""
+    for t in texts:
+        t = str(t or "")
+        start, n = 0, len(t)
+        while start < n:
+            end = n if n - start <= _LINES_PIECE else t.find("\n", start + _LINES_PIECE) + 1 or n
+            yield from t[start:end].splitlines()
+            start = end
+
+
+def _joined_tail(texts: list[str], n: int) -> str:
+    """``"\\n".join(texts)[-n:]`` without joining the texts."""
+    if n <= 0:
+        return ""
+    parts: list[str] = []
+    need = n
+    for i in range(len(texts) - 1, -1, -1):
+        seg = texts[i]
+        take = seg[-need:] if need < len(seg) else seg
+        parts.append(take)
+        need -= len(take)
+        if need <= 0 or i == 0:
+            break
+        parts.append("\n")
+        need -= 1
+        if need <= 0:
+            break
+    return "".join(reversed(parts))
 
 
 # ------------------------------------------------------------------------------------------ derivation
@@ -193,7 +235,7 @@ def derive(report: dict[str, Any]) -> tuple[list[tuple[str, str]], list[dict[str
         line = error_line(*texts)
         if line:
             sigs.append({"reason": reason, "check_id": "logs", "line": line,
-                         "excerpt": "\n".join(texts)[-EXCERPT_CHARS:]})
+                         "excerpt": _joined_tail(texts, EXCERPT_CHARS)})
         else:
             g = (guesses or [d for d in diags if _is_low(d)])[0]
             desc = str(report.get("description") or "")

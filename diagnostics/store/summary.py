@@ -22,7 +22,108 @@ def canonical_bytes(obj: Any) -> bytes:
 
 
 def sha256_of(obj: Any) -> str:
-    return hashlib.sha256(canonical_bytes(obj)).hexdigest()
+    """sha256 of :func:`canonical_bytes` of *obj*, hashed piece by piece (a long string in 1 MiB pieces), so the
+    canonical text and its bytes are never built whole (they were two more copies of a 64 MB log at save)."""
+    h = hashlib.sha256()
+    for chunk in iter_json(obj, sort_keys=True):
+        h.update(chunk.encode("utf-8"))
+    return h.hexdigest()
+
+
+JSON_PIECE = 1 << 20  # a string longer than this is encoded a piece at a time
+
+
+class Pieces:
+    """A string given as the pieces *make()* yields (a fresh iterator on each call): :func:`iter_json` writes it
+    as one JSON string without ever joining it."""
+
+    def __init__(self, make: Any) -> None:
+        self.make = make
+
+
+def _json_key(k: Any) -> str:
+    if isinstance(k, str):
+        return k
+    if isinstance(k, bool):  # what json.dumps does with keys that are not strings
+        return "true" if k else "false"
+    if k is None:
+        return "null"
+    if isinstance(k, int):
+        return int.__repr__(k)
+    if isinstance(k, float):
+        return _float(k)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
+
+
+def _float(o: float) -> str:
+    if o != o or o in (float("inf"), float("-inf")):
+        raise ValueError("Out of range float values are not JSON compliant: " + repr(o))
+    return float.__repr__(o)
+
+
+def iter_json(obj: Any, *, sort_keys: bool = False, indent: int | None = None) -> Any:
+    """The text of ``json.dumps(obj, ensure_ascii=False, allow_nan=False, sort_keys=..., indent=...)`` (compact
+    separators without *indent*), chunk by chunk: byte-identical once joined, but a long string comes out in
+    pieces of :data:`JSON_PIECE` characters (JSON escapes one character at a time, so a piece needs nothing of its
+    neighbours), and :class:`Pieces` are streamed."""
+    enc = json.encoder.encode_basestring  # ensure_ascii=False
+    item_sep, key_sep = (",", ":") if indent is None else (",", ": ")
+
+    def string(s: str) -> Any:
+        if len(s) <= JSON_PIECE:
+            yield enc(s)
+            return
+        yield '"'
+        for i in range(0, len(s), JSON_PIECE):
+            yield enc(s[i:i + JSON_PIECE])[1:-1]
+        yield '"'
+
+    def walk(o: Any, level: int) -> Any:
+        if isinstance(o, str):
+            yield from string(o)
+        elif o is None:
+            yield "null"
+        elif o is True:
+            yield "true"
+        elif o is False:
+            yield "false"
+        elif isinstance(o, int):
+            yield int.__repr__(o)
+        elif isinstance(o, float):
+            yield _float(o)
+        elif isinstance(o, Pieces):
+            yield '"'
+            for piece in o.make():
+                for i in range(0, len(piece), JSON_PIECE):
+                    yield enc(piece[i:i + JSON_PIECE])[1:-1]
+            yield '"'
+        elif isinstance(o, (list, tuple)):
+            if not o:
+                yield "[]"
+                return
+            nl = "" if indent is None else "\n" + " " * (indent * (level + 1))
+            yield "[" + nl
+            for i, v in enumerate(o):
+                if i:
+                    yield item_sep + nl
+                yield from walk(v, level + 1)
+            yield ("" if indent is None else "\n" + " " * (indent * level)) + "]"
+        elif isinstance(o, dict):
+            if not o:
+                yield "{}"
+                return
+            nl = "" if indent is None else "\n" + " " * (indent * (level + 1))
+            yield "{" + nl
+            pairs = sorted(o.items(), key=lambda kv: kv[0]) if sort_keys else o.items()  # as json sorts: raw keys
+            items = [(_json_key(k), v) for k, v in pairs]
+            for i, (k, v) in enumerate(items):
+                yield (item_sep + nl if i else "") + enc(k) + key_sep
+                yield from walk(v, level + 1)
+            yield ("" if indent is None else "\n" + " " * (indent * level)) + "}"
+        else:
+            raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+    return walk(obj, 0)
 
 
 def utcnow() -> datetime:
