@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import re
 import socket
 import threading
 import uuid
@@ -21,6 +22,11 @@ MAX_TEXT_BYTES = 64 * 1024 * 1024  # what one pasted log or dump may hold before
 
 _kb_lock = threading.Lock()
 _kb_cache: dict[str, tuple[tuple, KnowledgeBase, Matcher]] = {}
+
+# what a failing paste says somewhere (the last-resort guesses are only made when the log shows something failed)
+_ERRORISH = re.compile(r"(?i)\b(?:error|exception|traceback|failed|failure|fatal|cannot|can't|could not|unable to|"
+                       r"not found|no such file|denied|segmentation fault|core dumped|aborted|killed|timed? ?out|"
+                       r"not supported|unsupported|invalid)\b")
 
 
 def _kb_dir(directory: str | None) -> Path:
@@ -504,8 +510,9 @@ def diagnose(report: dict[str, Any], kb_dir: str | None = None,
         merge_symptoms(res, pasted, kb)
     if str(report.get("description") or "").strip():
         merge_symptoms(res, str(report["description"]), kb, prose_only=False)
-    if pasted.strip() and not res["diagnoses"] and not res.get("possible"):
-        # no signature fired and no words around it: the log itself, ranked against the KB, gives the guesses
+    if pasted.strip() and not res["diagnoses"] and not res.get("possible") and _ERRORISH.search(pasted):
+        # no signature fired and no words around it, but something failed: the log itself, ranked against the KB,
+        # gives the guesses (a healthy log gets none: ranking its table headers would only name random failures)
         merge_symptoms(res, pasted, kb, source="log", prose_only=False, limit=3)
     for d in res["diagnoses"]:
         if d.get("from_description"):

@@ -545,6 +545,15 @@ def match_symptoms(text: str, lexicon: Lexicon | None = None, kb: Any = None, li
 _CJK_CHAR = re.compile(rf"[{_CJK}]")
 _TOOL_LINE = re.compile(
     r"^(?:\s{2,}\S"                                    # indented output (rocminfo, tracebacks, tables)
+    r"|\s*[|+](?:[-=+|: ]|\s*\S.*\|\s*$)"                # nvidia-smi / amd-smi boxes and table rows
+    r"|\s*(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\s+)?(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+    r"\s+\d{1,2}\s+\d\d:\d\d:\d\d"                    # syslog, journald, date(1)
+    r"|\s*\d{4}/\d\d/\d\d[ -]+\d\d:\d\d"                # Go's log package, GIN
+    r"|\s*(?:\(\w+ pid=\d+\)\s*)?(?:DEBUG|INFO|WARNING|WARN|ERROR)\s+\d\d-\d\d\s+\d\d:"   # vLLM
+    r"|\s*\[[A-Za-z][\w .:-]{0,30}\]\s"                  # [ComfyUI] [GIN] [INFO] tags
+    r"|\s*\{'\w+':"                                       # a trainer's metrics dict
+    r"|\s*\*\*\s|\s*##\s|\s*-\s\*\*"                      # ComfyUI's banner and system-info markdown
+    r"|\s*[=*.~-]{5,}"                                   # rules, progress dots
     r"|\s*\[\s*[\d.:T-]+\]"                             # dmesg / console timestamps
     r"|\s*\d{4}-\d\d-\d\d[ T]\d"                        # ISO timestamps
     r"|\s*(?:time|level|msg|source)=\S"                  # logfmt (ollama)

@@ -489,3 +489,22 @@ def test_every_entry_a_description_can_point_at_has_vocabulary_phrases():
              if w >= symptoms.PRIMARY_WEIGHT or w == max(ws.values())}
     missing = [e.id for e in load_kb().entries if not e.benign and e.id not in lex.excluded and e.id not in named]
     assert not missing, missing
+
+
+def test_a_healthy_tool_output_gets_no_guessed_failures():
+    """A healthy nvidia-smi table (tuning negative 726, a real paste): no signature fires, and its table headers
+    ("Bus-Id", "Uncorr. ECC", "PID") are tool output, not the user's words, so no "possible cause" is guessed from
+    them; a failing log still gets its last-resort guesses. (Tool output that reads like prose, such as a CUDA
+    sample's "Copy input data from the host memory to the CUDA device", still draws guesses: docs/EVALUATION.md.)"""
+    import yaml
+
+    from diagnostics.service import diagnose_text
+
+    for name in ("726-neg-nvidia-smi-rtx3090-llamacpp-bench.yaml",):
+        case = yaml.safe_load((Path(__file__).parent / "eval" / "tuning" / name).read_text(encoding="utf-8"))
+        rep = diagnose_text(logs=[("x.log", case["log"])])
+        assert not [d for d in rep["diagnoses"] if d.get("basis") == "confirmed" and not d.get("benign")], name
+        loud = [d["id"] for d in rep["possible"] if d.get("severity") in ("error", "critical")]
+        assert not loud, (name, loud)
+    rep = diagnose_text(logs=[("x.log", "RuntimeError: the GPU kernel failed while loading the model weights\n")])
+    assert rep["possible"], "a failing paste with no signature still gets ranked guesses"
