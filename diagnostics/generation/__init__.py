@@ -120,15 +120,7 @@ def run_generation(python: str = sys.executable, model: str | None = None, devic
     argv = child_argv(python, model, device, max_new_tokens, compare_cpu, cache_dir, dtype, device_map,
                       force_load, time_budget=max(1.0, timeout - 5.0),
                       torch_probe=torch_probe.script if torch_probe is not None else None)
-    if torch_probe is None:
-        child_env = dict(os.environ)
-    else:  # the probe's environment (what its own child would get), minus its no-bytecode switch
-        child_env = torch_probe.child_env()
-        if "PYTHONDONTWRITEBYTECODE" not in os.environ:
-            child_env.pop("PYTHONDONTWRITEBYTECODE", None)
-    child_env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1",
-                      "PYTHONIOENCODING": "utf-8"})
-    child_env.update(env or {})
+    child_env = _child_env(torch_probe, env)
     records: list[dict[str, Any]] = []
 
     def on_line(stream: str, line: str) -> None:
@@ -161,17 +153,7 @@ def run_generation(python: str = sys.executable, model: str | None = None, devic
             out.setdefault("notes", []).append(f"ran in a fresh child: {fresh}")
             return out
         if not probe.get("id") or probe.get("status") in ("timeout", "crashed") or fresh is not None:
-            why = (f"the torch check {probe.get('status') or 'did not finish'}"
-                   + (f" during '{probe['stage']}'" if probe.get("stage") else "")
-                   + " in the child the test generation shares with it; the generation did not start")
-            if fresh is not None:
-                why = f"the test generation did not run: {fresh}"
-            if cancel is not None and cancel.is_set():
-                why = "stopped by the user"
-            return {**{k: None for k in CONTRACT_KEYS}, "model": model or "builtin:tiny", "status": "skipped",
-                    "error": why, "summary": why, "facts": {"gen.ran": False}, "evidence": [], "notes": [],
-                    "log": "", "duration_s": round(res.duration_s, 3), "requested_device": device,
-                    "last_stage": None, "stopped": bool(cancel is not None and cancel.is_set())}
+            return _skipped(probe, fresh, cancel, model, device, res.duration_s)
     if not records and res.stdout:            # the callback is the main path; the captured text is the backup
         records = [r for r in (parse_record(ln) for ln in res.stdout.splitlines()) if r is not None]
     out = assemble(records, res, requested_device=device, model=model, timeout=timeout)
@@ -182,6 +164,38 @@ def run_generation(python: str = sys.executable, model: str | None = None, devic
         out["facts"].pop("gen.error_kind", None)
         out["facts"]["gen.ran"] = False
     return out
+
+
+def _child_env(torch_probe: Any, env: dict[str, str] | None) -> dict[str, str]:
+    """The generation child's environment: offline, unbuffered UTF-8, plus *env*; when it hosts the torch probe,
+    the probe's environment (what its own child would get), minus its no-bytecode switch."""
+    if torch_probe is None:
+        child_env = dict(os.environ)
+    else:
+        child_env = torch_probe.child_env()
+        if "PYTHONDONTWRITEBYTECODE" not in os.environ:
+            child_env.pop("PYTHONDONTWRITEBYTECODE", None)
+    child_env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1",
+                      "PYTHONIOENCODING": "utf-8"})
+    child_env.update(env or {})
+    return child_env
+
+
+def _skipped(probe: dict[str, Any], fresh: str | None, cancel: Any, model: str | None, device: str,
+             duration_s: float) -> dict[str, Any]:
+    """The result of a generation that did not start: the hosted torch check did not finish, found the device
+    broken (*fresh*), or the user pressed Stop."""
+    why = (f"the torch check {probe.get('status') or 'did not finish'}"
+           + (f" during '{probe['stage']}'" if probe.get("stage") else "")
+           + " in the child the test generation shares with it; the generation did not start")
+    if fresh is not None:
+        why = f"the test generation did not run: {fresh}"
+    if cancel is not None and cancel.is_set():
+        why = "stopped by the user"
+    return {**{k: None for k in CONTRACT_KEYS}, "model": model or "builtin:tiny", "status": "skipped",
+            "error": why, "summary": why, "facts": {"gen.ran": False}, "evidence": [], "notes": [],
+            "log": "", "duration_s": round(duration_s, 3), "requested_device": device,
+            "last_stage": None, "stopped": bool(cancel is not None and cancel.is_set())}
 
 
 def _collect(records: list[dict[str, Any]]) -> dict[str, Any]:
