@@ -16,6 +16,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "artifacts" / "screenshots"
+# how long one browser step may wait (a hang guard, not a speed check: a 2-core CI machine running the Streamlit
+# server, chromium and pytest at once can take tens of seconds for a rerun; speed is measured in bench/bench_ui.py)
+STEP_TIMEOUT_MS = 90_000
 CHROMIUM = os.environ.get("GPU_DOCTOR_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -94,7 +97,7 @@ def browser():
 def page(browser, request):
     ctx = browser.new_context(viewport={"width": 1440, "height": 900}, accept_downloads=True)
     pg = ctx.new_page()
-    pg.set_default_timeout(30_000)
+    pg.set_default_timeout(STEP_TIMEOUT_MS)
     pg.dialogs = []  # any alert()/confirm() a hostile text managed to run ends up here
     pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))
     yield pg
@@ -150,8 +153,11 @@ DOCS = ROOT / "docs" / "screenshots"
 
 def context(browser, view: str):
     if view == "phone":
-        return browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, accept_downloads=True)
-    return browser.new_context(viewport=DESKTOP, accept_downloads=True)
+        ctx = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, accept_downloads=True)
+    else:
+        ctx = browser.new_context(viewport=DESKTOP, accept_downloads=True)
+    ctx.set_default_timeout(STEP_TIMEOUT_MS)
+    return ctx
 
 
 def alerts(page) -> list[tuple[str, str]]:
