@@ -100,12 +100,9 @@ _PREFIX_BODY = "(?:" + _ITER_GUARD + "(?:" + "|".join(_PREFIX_ALTS) + ")){1,4}"
 # so the look for "$ " is only made where a digit other than 0-9 starts the line (Python's \d takes any script's);
 # likewise "| " for docker compose's "svc-1  | " (a service name may start with such a digit).
 _LINE_CAN_START = r"(?=[0-9\[>.(PJFMASONDTIWEC]|(?!\d)|[^\n]{0,129}\$ |[^\n]{0,98}\| )"
-_PREFIX = re.compile(r"(?m)^" + _LINE_CAN_START + _PREFIX_BODY)
 _PREFIX_LINE = re.compile(_LINE_CAN_START + _PREFIX_BODY)
 # the prefixes of every line but the first: a literal line break first lets the search skip to the next line in C
 _PREFIX_AFTER_NL = re.compile("\n" + _LINE_CAN_START + _PREFIX_BODY)
-_PREFIX_HINT = re.compile(rf"(?m)^(?:[A-Z][a-z]{{2}} |\d|\[|>|\.\.\. |\(|PS |[\w.@:~/-]{{0,128}}\$ |{_LEVEL} \d|[IWEF]\d{{4}} "
-                          r"|" + _COMPOSE + ")")
 
 WRAP_MIN = 50           # a line shorter than this is never taken for a wrapped one
 WRAP_MAX_RUN = 6        # at most this many physical lines are joined into one
