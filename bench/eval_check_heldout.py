@@ -108,7 +108,7 @@ class HeldoutItem:
 
 def heldout_items(heldout: Path = HELDOUT) -> list[HeldoutItem]:
     items: list[HeldoutItem] = []
-    for p in sorted(heldout.glob("**/logs/*.yaml")):  # batch 1 (logs/) and later batches (batch2/logs/ ... batch4/logs/)
+    for p in sorted(heldout.glob("**/logs/*.yaml")):  # every batch (batch4/logs/, batch5/logs/, ...)
         data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
         items.append(HeldoutItem(p.stem, "log", str(data.get("source", "")), str(data.get("log", ""))))
     for sym in sorted(heldout.glob("**/symptoms.yaml")):
@@ -142,7 +142,7 @@ def _seen_texts(root: Path):
     """(file, text) of every log the KB was tested or tuned on: kb entries' cases, tuning cases, scenarios."""
     for p in sorted((root / "kb").glob("*.yaml")):
         yield str(p.relative_to(root)), p.read_text(encoding="utf-8", errors="replace")
-    for d in ("tests/eval/tuning", "tests/scenarios", "tests/fixtures"):
+    for d in ("tests/eval/tuning", "tests/eval/retired", "tests/scenarios", "tests/fixtures"):
         base = root / d
         if base.is_dir():
             for p in sorted(base.rglob("*")):

@@ -24,7 +24,7 @@ Usage:
     python bench/eval_kb.py --split tuning-check  # only the tuning check descriptions (figures, no case table)
     python bench/eval_kb.py --run REGEX         # only cases whose name matches (no report written)
     python bench/eval_kb.py --json              # machine-readable summary on stdout
-    python bench/eval_kb.py --record-baseline   # also freeze these held-out figures in bench/eval_baseline.json
+    python bench/eval_kb.py --record-baseline N  # freeze batch N's figures in bench/eval_baseline_batchN.json (once)
 """
 from __future__ import annotations
 
@@ -46,29 +46,28 @@ EVAL_DIR = ROOT / "tests" / "eval"
 TUNING_DIR = EVAL_DIR / "tuning"
 CASES_DIR = TUNING_DIR  # the name older callers use
 HELDOUT_DIR = EVAL_DIR / "heldout"
-HELDOUT_LOGS = HELDOUT_DIR / "logs"
-HELDOUT_SYMPTOMS = HELDOUT_DIR / "symptoms.yaml"
-# batch 2: collected and frozen 2026-12-01 before that round's KB/matcher changes; reported on its own and combined
-HELDOUT2_DIR = HELDOUT_DIR / "batch2"
-HELDOUT2_LOGS = HELDOUT2_DIR / "logs"
-HELDOUT2_SYMPTOMS = HELDOUT2_DIR / "symptoms.yaml"
-HELDOUT2_FROZEN = "2026-12-01"
-# batch 3: collected and frozen 2026-12-01 (21:51 UTC) before that round's KB/matcher changes; same treatment as batch 2
-HELDOUT3_DIR = HELDOUT_DIR / "batch3"
-HELDOUT3_LOGS = HELDOUT3_DIR / "logs"
-HELDOUT3_SYMPTOMS = HELDOUT3_DIR / "symptoms.yaml"
-HELDOUT3_FROZEN = "2026-12-01"
-# batch 4: collected and frozen 2026-12-02 (01:07 UTC) before that round's KB/matcher changes; same treatment
+# batch 4: collected and frozen 2026-12-02 (01:07 UTC) before that round's KB/matcher changes
 HELDOUT4_DIR = HELDOUT_DIR / "batch4"
 HELDOUT4_LOGS = HELDOUT4_DIR / "logs"
 HELDOUT4_SYMPTOMS = HELDOUT4_DIR / "symptoms.yaml"
 HELDOUT4_FROZEN = "2026-12-02 01:07 UTC"
-# the later batches, each reported on its own (newest first) before all batches combined: number -> (folder, frozen)
+# batch 5: collected in session 6 and frozen before any of that session's KB/matcher changes was merged
+HELDOUT5_DIR = HELDOUT_DIR / "batch5"
+HELDOUT5_FROZEN = "2026-12-02 (session 6)"
+# the held-out batches, each reported on its own (newest first) before all of them combined: number -> (folder, frozen)
 HELDOUT_BATCHES = {
-    2: (HELDOUT2_DIR, HELDOUT2_FROZEN),
-    3: (HELDOUT3_DIR, HELDOUT3_FROZEN),
     4: (HELDOUT4_DIR, HELDOUT4_FROZEN),
+    5: (HELDOUT5_DIR, HELDOUT5_FROZEN),
 }
+# former held-out batches 1-3, retired to tuning on 2026-12-02 (session 6): their misses were studied and fixed
+# from then on, so they count in no held-out figure; scored with the tuning split (docs/EVALUATION.md, Protocol)
+RETIRED_DIR = EVAL_DIR / "retired"
+RETIRED_BATCHES = {
+    1: (RETIRED_DIR / "batch1", "2026-12-01"),
+    2: (RETIRED_DIR / "batch2", "2026-12-01 15:27 UTC"),
+    3: (RETIRED_DIR / "batch3", "2026-12-01 21:51 UTC"),
+}
+RETIRED_ON = "2026-12-02"
 TUNING_SYMPTOMS = EVAL_DIR / "tuning-symptoms.yaml"   # descriptions anyone may tune on (issue 14)
 # the half of a tuning-side collection held back from tuning and scored at the end ("tuning check"); its figures
 # are printed without the per-case table, so that running the bench while tuning shows no check case
@@ -79,7 +78,8 @@ ALARM_SEVERITIES = {"error", "critical"}
 REQUIRED_KEYS = {"source", "expected", "note", "log"}
 SYMPTOM_KEYS = {"id", "lang", "kind", "source", "expected", "note", "text"}
 ID_RE = re.compile(r"^[a-z0-9-]+$")
-NAME_RE = {"tuning": re.compile(r"^\d{3}-[a-z0-9-]+$"), "heldout": re.compile(r"^h\d{3}-[a-z0-9-]+$")}
+NAME_RE = {"tuning": re.compile(r"^\d{3}-[a-z0-9-]+$"), "heldout": re.compile(r"^h\d{3}-[a-z0-9-]+$"),
+           "retired": re.compile(r"^h\d{3}-[a-z0-9-]+$")}
 # issue 14's targets for the held-out split, and the bar the tuning split has been held to since issue 4
 HELDOUT_TARGET = {"top1": 0.90, "top3": 0.95}
 SYMPTOM_TARGET = {"top1": 0.80, "top3": 0.95}
@@ -213,7 +213,8 @@ class SymptomOutcome:
 
 def load_cases(directory: Path = TUNING_DIR, run: str | None = None) -> list[Case]:
     """Load and validate every case file of one split; a malformed case is an error, never skipped."""
-    split = "heldout" if directory.resolve() == HELDOUT_LOGS.resolve() or "heldout" in directory.parts else "tuning"
+    parts = directory.resolve().parts
+    split = "heldout" if "heldout" in parts else "retired" if "retired" in parts else "tuning"
     cases: list[Case] = []
     problems: list[str] = []
     if not directory.is_dir():
@@ -250,30 +251,43 @@ def load_cases(directory: Path = TUNING_DIR, run: str | None = None) -> list[Cas
     return cases
 
 
-def load_heldout_cases(run: str | None = None, batch: int | None = None) -> list[Case]:
-    """Held-out logs: batch 1 (`logs/`), a later batch (`batch<N>/logs/`), or (batch None) all of them."""
+def _batch_cases(batches: dict[int, tuple[Path, str]], run: str | None, batch: int | None) -> list[Case]:
     cases: list[Case] = []
-    if batch in (None, 1):
-        cases += load_cases(HELDOUT_LOGS, run)
-    for n, (folder, _frozen) in HELDOUT_BATCHES.items():
+    for n, (folder, _frozen) in sorted(batches.items()):
         if batch in (None, n) and (folder / "logs").is_dir():
             cases += load_cases(folder / "logs", run)
     return cases
 
 
-def load_heldout_symptoms(run: str | None = None, batch: int | None = None) -> list[Symptom]:
-    """Held-out descriptions: batch 1, a later batch, or (batch None) all of them."""
+def _batch_symptoms(batches: dict[int, tuple[Path, str]], run: str | None, batch: int | None) -> list[Symptom]:
     out: list[Symptom] = []
-    if batch in (None, 1):
-        out += load_symptoms(HELDOUT_SYMPTOMS, run)
-    for n, (folder, _frozen) in HELDOUT_BATCHES.items():
+    for n, (folder, _frozen) in sorted(batches.items()):
         if batch in (None, n) and (folder / "symptoms.yaml").is_file():
             out += load_symptoms(folder / "symptoms.yaml", run)
     return out
 
 
-def load_symptoms(path: Path = HELDOUT_SYMPTOMS, run: str | None = None) -> list[Symptom]:
-    """Load and validate the held-out symptom descriptions; malformed entries are errors."""
+def load_heldout_cases(run: str | None = None, batch: int | None = None) -> list[Case]:
+    """Held-out logs: one batch (`heldout/batch<N>/logs/`), or (batch None) all of them."""
+    return _batch_cases(HELDOUT_BATCHES, run, batch)
+
+
+def load_heldout_symptoms(run: str | None = None, batch: int | None = None) -> list[Symptom]:
+    """Held-out descriptions: one batch, or (batch None) all of them."""
+    return _batch_symptoms(HELDOUT_BATCHES, run, batch)
+
+
+def load_retired_cases(run: str | None = None, batch: int | None = None) -> list[Case]:
+    """The retired batches' logs (`retired/batch<N>/logs/`): tuning data since RETIRED_ON."""
+    return _batch_cases(RETIRED_BATCHES, run, batch)
+
+
+def load_retired_symptoms(run: str | None = None, batch: int | None = None) -> list[Symptom]:
+    return _batch_symptoms(RETIRED_BATCHES, run, batch)
+
+
+def load_symptoms(path: Path, run: str | None = None) -> list[Symptom]:
+    """Load and validate one file of symptom descriptions; malformed entries are errors."""
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     items = data.get("symptoms")
     if not isinstance(items, list):
@@ -484,34 +498,36 @@ def _symptom_figures(s: dict[str, Any]) -> list[str]:
 
 
 def _baseline_section() -> list[str]:
-    if not BASELINE.exists():
-        return ["No baseline recorded yet (`python bench/eval_kb.py --record-baseline`).", ""]
-    b = json.loads(BASELINE.read_text(encoding="utf-8"))
-    h, sy, t = b["heldout_logs"], b["heldout_symptoms"], b["tuning_logs"]
-    return [
-        f"Measured once on {b['date']} at commit `{b['commit']}` (branch `{b.get('branch', '?')}`), right after the",
-        "held-out set was committed and before any KB or matcher change made for issue 14 was merged: the",
-        "starting point the issue-14 work is judged against. Kept in `bench/eval_baseline.json`; never rewritten.",
-        "",
-        "| split | n | top-1 | top-3 | top-3 incl. possible | negatives clean |",
-        "|---|---|---|---|---|---|",
-        f"| held-out logs | {h['positives']} + {h['negatives']} negatives | {_pct(h['top1'])} | {_pct(h['top3'])} | "
-        f"{_pct(h['top3_any'])} | {h['negatives_clean']}/{h['negatives']} |",
-        f"| held-out logs whose id had a KB entry then | {h['positives_known']} | {_pct(h['top1_known'])} | "
-        f"{_pct(h['top3_known'])} | | |",
-        f"| held-out descriptions (zh {sy['by_lang']['zh']['n']}, en {sy['by_lang']['en']['n']}) | {sy['n']} | "
-        f"{_pct(sy['top1'])} (zh {_pct(sy['by_lang']['zh']['top1'])}, en {_pct(sy['by_lang']['en']['top1'])}) | "
-        f"{_pct(sy['top3'])} (zh {_pct(sy['by_lang']['zh']['top3'])}, en {_pct(sy['by_lang']['en']['top3'])}) | | |",
-        f"| held-out descriptions whose id had a KB entry then | {sy['known']['n']} | {_pct(sy['known']['top1'])} | "
-        f"{_pct(sy['known']['top3'])} | | |",
-        f"| tuning logs | {t['positives']} + {t['negatives']} negatives | {_pct(t['top1'])} | {_pct(t['top3'])} | "
-        f"{_pct(t['top3_any'])} | {t['negatives_clean']}/{t['negatives']} |",
-        "",
-    ]
+    """Each held-out batch's figures as measured once right after it was frozen (bench/eval_baseline_batch<N>.json)."""
+    out = ["Each batch was measured once, right after it was frozen and before that round's KB or matcher changes",
+           "were merged: the starting point that round is judged against. The files are never rewritten.", "",
+           "| batch | measured | logs top-1 | top-3 | top-3 incl. possible | negatives clean | descriptions top-1 | top-3 |",
+           "|---|---|---|---|---|---|---|---|"]
+    rows = 0
+    for n in sorted(HELDOUT_BATCHES, reverse=True):
+        path = ROOT / "bench" / f"eval_baseline_batch{n}.json"
+        if not path.exists():
+            continue
+        b = json.loads(path.read_text(encoding="utf-8"))
+        h, sy = b.get(f"heldout{n}_logs", {}), b.get(f"heldout{n}_symptoms", {})
+        out.append(f"| {n} | {b.get('date', '?')} at `{b.get('commit', '?')}` | {_pct(h.get('top1', 0))} | "
+                   f"{_pct(h.get('top3', 0))} | {_pct(h.get('top3_any', 0))} | "
+                   f"{h.get('negatives_clean', 0)}/{h.get('negatives', 0)} | {_pct(sy.get('top1', 0))} | "
+                   f"{_pct(sy.get('top3', 0))} |")
+        rows += 1
+    if not rows:
+        return ["No baseline recorded yet for the held-out batches.", ""]
+    out += ["", "The issue-14 starting point (batch 1, now retired) stays in `bench/eval_baseline.json`.", ""]
+    return out
 
 
 COLLECTION = """\
-**Held-out** (`tests/eval/heldout/`, frozen 2026-12-01): 68 logs (57 with a cause over 30 ids, 11 healthy
+**Retired to tuning (2026-12-02, session 6).** Batches 1-3 below were held out until that day; their misses were
+then studied and fixed (a held-out case that leads to a KB change moves to tuning, rule 3), so all three moved, whole,
+to `tests/eval/retired/` and are scored with the tuning split. The held-out split is batch 4 and batch 5, the latter
+collected that day before any of the session's KB or matcher changes was merged.
+
+**Batch 1, retired** (`tests/eval/retired/batch1/`, frozen 2026-12-01): 68 logs (57 with a cause over 30 ids, 11 healthy
 or unrelated) and 45 symptom descriptions (23 Chinese, 22 English; 42 copied as written, 3 faithful Chinese
 translations of a reporter's English, marked `kind: translation`). Collected with the search tool from
 public GitHub threads (ROCm, HIP, TheRock, tensorflow-upstream, PyTorch, vLLM, ollama, llama.cpp, ComfyUI,
@@ -526,14 +542,14 @@ NVIDIA-side failures. Not covered: ANSI colour codes and ZLUDA/HIP SDK logs (no 
 established cause was found in time). Labels not yet rows of `kb-required-ids.md` are listed in
 `tests/eval/heldout/new-ids.txt` (failures issue 14 asks the KB to add).
 
-**Held-out batch 2** (`tests/eval/heldout/batch2/`, frozen 2026-12-01 15:27 UTC, before that round's KB and
+**Batch 2, retired** (`tests/eval/retired/batch2/`, frozen 2026-12-01 15:27 UTC, before that round's KB and
 matcher changes): 30 logs (25 with a cause over 18 ids, 5 healthy or unrelated) and 20 descriptions (10 Chinese,
 10 English), collected the same way from threads nothing in the repository or in the other helpers' work cited;
 ROCm 5.4-6.4, WSL, ZLUDA/HIP SDK on Windows, Forge/Fooocus, ollama 0.1.16, llama.cpp, vLLM, onnxruntime-ROCm,
 PaddlePaddle, docker, dmesg and nvidia-smi tables, NVIDIA-side failures. Its figures at freeze are in
 `bench/eval_baseline_batch2.json`.
 
-**Held-out batch 3** (`tests/eval/heldout/batch3/`, frozen 2026-12-01 21:51 UTC, before that round's KB and
+**Batch 3, retired** (`tests/eval/retired/batch3/`, frozen 2026-12-01 21:51 UTC, before that round's KB and
 matcher changes): 43 logs (34 with a cause over 26 ids, 9 healthy or unrelated) and 32 descriptions (16 Chinese,
 16 English, all copied as written), collected the same way from threads that nothing in the repository, the earlier
 batches, the tuning split or the other helpers' work in progress cited (URLs checked again just before freezing; one
@@ -637,6 +653,17 @@ def markdown_report(results: dict[str, Any]) -> str:
     if tl:
         out += ["## Tuning", ""] + _log_figures(summarize(tl), TUNING_BAR, "bar (issue 4)", top3_bar_on_any=True) + [
             "", "### Tuning misses", "", "```", miss_table(tl).rstrip(), "```", ""]
+    rl, rs = results.get("retired_logs"), results.get("retired_symptoms")
+    if rl or rs:
+        out += [f"### Retired held-out batches 1-3 (tuning data since {RETIRED_ON})", "",
+                "Former held-out batches, scored here with the tuning split: from the day they retired their misses",
+                "were studied and fixed, so they are no longer unseen (`tests/eval/retired/`).", ""]
+        if rl:
+            out += ["Pasted logs:", ""] + _log_figures(summarize(rl), TUNING_BAR, "bar (issue 4)", top3_bar_on_any=True) + [
+                "", "```", miss_table(rl).rstrip(), "```", ""]
+        if rs:
+            out += ["Symptoms in words:", ""] + _symptom_figures(summarize_symptoms(rs)) + [
+                "", "```", symptom_miss_table(rs).rstrip(), "```", ""]
     ts = results.get("tuning_symptoms")
     if ts:
         out += ["### Tuning descriptions (`tests/eval/tuning-symptoms.yaml`)", ""] + \
@@ -713,8 +740,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run", help="only cases (file names / description ids) matching this regex")
     ap.add_argument("--no-write", action="store_true", help="do not write docs/EVALUATION.md")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
-    ap.add_argument("--record-baseline", action="store_true",
-                    help="write these figures to bench/eval_baseline.json (once, before issue-14 changes)")
+    ap.add_argument("--record-baseline", type=int, metavar="N", choices=sorted(HELDOUT_BATCHES),
+                    help="write held-out batch N's figures to bench/eval_baseline_batchN.json (once, right after "
+                         "the batch is frozen and before any KB or matcher change made for it)")
     args = ap.parse_args(argv)
 
     sys.path.insert(0, str(ROOT))
@@ -729,6 +757,8 @@ def main(argv: list[str] | None = None) -> int:
             results[f"heldout{n}_symptoms"] = [o for o in results["heldout_symptoms"] if o.symptom.id in ids]
     if args.split in ("all", "tuning"):
         results["tuning_logs"] = evaluate(load_cases(TUNING_DIR, args.run))
+        results["retired_logs"] = evaluate(load_retired_cases(args.run))
+        results["retired_symptoms"] = evaluate_symptoms(load_retired_symptoms(args.run))
         if TUNING_SYMPTOMS.exists():
             results["tuning_symptoms"] = evaluate_symptoms(load_symptoms(TUNING_SYMPTOMS, run=args.run))
     if args.split in ("all", "tuning", "tuning-check") and TUNING_CHECK_SYMPTOMS.exists():
@@ -745,11 +775,15 @@ def main(argv: list[str] | None = None) -> int:
                 _print_logs(f"held-out batch {n} (frozen {frozen}) logs", results[f"heldout{n}_logs"])
                 _print_symptoms(results[f"heldout{n}_symptoms"], f"held-out batch {n} (frozen {frozen}) descriptions")
         if "heldout_logs" in results:
-            batches = "+".join(str(n) for n in [1, *sorted(HELDOUT_BATCHES)])
+            batches = "+".join(str(n) for n in sorted(HELDOUT_BATCHES))
             _print_logs(f"held-out logs (batches {batches})", results["heldout_logs"])
             _print_symptoms(results["heldout_symptoms"], f"held-out descriptions (batches {batches})")
         if "tuning_logs" in results:
             _print_logs("tuning logs", results["tuning_logs"])
+        if results.get("retired_logs"):
+            _print_logs(f"retired held-out logs (batches 1-3, tuning since {RETIRED_ON})", results["retired_logs"])
+        if results.get("retired_symptoms"):
+            _print_symptoms(results["retired_symptoms"], f"retired held-out descriptions (tuning since {RETIRED_ON})")
         if "tuning_symptoms" in results:
             _print_symptoms(results["tuning_symptoms"], "tuning descriptions")
         if "tuning_check_symptoms" in results:
@@ -757,21 +791,23 @@ def main(argv: list[str] | None = None) -> int:
                             table=False)
     full = args.split == "all" and not args.run
     if args.record_baseline:
-        if not full:
-            ap.error("--record-baseline needs both splits and no --run")
-        if BASELINE.exists():
-            ap.error(f"{BASELINE.relative_to(ROOT)} exists: the baseline is recorded once")
-        branch = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--abbrev-ref", "HEAD"],
-                                capture_output=True, text=True).stdout.strip()
-        base = {"date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                "commit": _commit(), "branch": branch, **json.loads(json.dumps(summary))}
+        n = args.record_baseline
+        path = ROOT / "bench" / f"eval_baseline_batch{n}.json"
+        if args.split not in ("all", "heldout") or args.run:
+            ap.error("--record-baseline needs the held-out split and no --run")
+        if path.exists():
+            ap.error(f"{path.relative_to(ROOT)} exists: a batch's baseline is recorded once")
+        logs, syms = dict(summary[f"heldout{n}_logs"]), dict(summary[f"heldout{n}_symptoms"])
         # the baseline sits outside the held-out folder: it names no held-out case except the healthy or
-        # unrelated logs that raised a false alarm (the test keeps every other one clean)
-        base["heldout_logs"]["misses"] = [m for m in base["heldout_logs"]["misses"] if m["expected"] == "none"]
-        base["heldout_symptoms"].pop("misses", None)
-        BASELINE.write_text(json.dumps(base, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        # unrelated logs that raised a false alarm (tests/test_eval.py keeps every other one clean)
+        logs["misses"] = [m for m in logs["misses"] if m["expected"] == "none"]
+        syms.pop("misses", None)
+        base = {"date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "commit": _commit(),
+                "note": f"held-out batch {n} measured once, right after it was frozen", f"heldout{n}_logs": logs,
+                f"heldout{n}_symptoms": syms}
+        path.write_text(json.dumps(base, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         if not args.json:
-            print(f"recorded {BASELINE.relative_to(ROOT)}")
+            print(f"recorded {path.relative_to(ROOT)}")
     if not args.no_write and full:
         REPORT.parent.mkdir(parents=True, exist_ok=True)
         REPORT.write_text(markdown_report(results), encoding="utf-8")

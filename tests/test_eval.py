@@ -2,7 +2,9 @@
 
 - tuning (tests/eval/tuning/): the 120 logs the KB was written against. The bar of issue 4 holds there:
   top-1 >= 0.80, top-3 >= 0.95, no error/critical diagnosis on a negative.
-- held-out (tests/eval/heldout/): logs and descriptions nothing in the repository was tuned on. Asserted
+- retired (tests/eval/retired/): former held-out batches 1-3, tuning data since 2026-12-02; integrity and
+  "never raises" are asserted, their figures reported with the tuning split.
+- held-out (tests/eval/heldout/, batches 4 and 5): logs and descriptions nothing in the repository was tuned on. Asserted
   here is only what holds honestly: the set's integrity (size, languages, labels), that no KB entry, test or
   tuning case cites or copies it, that the service never raises on it, and that the healthy/unrelated logs
   raise no *new* error-level answer compared with the frozen baseline. Issue 14's accuracy targets are
@@ -36,11 +38,10 @@ check = _load("eval_check_heldout", ROOT / "bench" / "eval_check_heldout.py")
 
 CASES = eval_kb.load_cases(eval_kb.TUNING_DIR)          # tuning split
 HELDOUT = eval_kb.load_heldout_cases()                  # held-out logs
-SYMPTOMS = eval_kb.load_heldout_symptoms()              # held-out descriptions (batches 1 to 4)
+SYMPTOMS = eval_kb.load_heldout_symptoms()              # held-out descriptions (every held-out batch)
+RETIRED = eval_kb.load_retired_cases()                  # former held-out logs, tuning data now
+RETIRED_SYMPTOMS = eval_kb.load_retired_symptoms()
 REQUIRED_IDS_FILE = ROOT / "tests" / "eval" / "kb-required-ids.md"
-BASELINE2 = ROOT / "bench" / "eval_baseline_batch2.json"
-BASELINE3 = ROOT / "bench" / "eval_baseline_batch3.json"
-BASELINE4 = ROOT / "bench" / "eval_baseline_batch4.json"
 NEW_IDS_FILE = ROOT / "tests" / "eval" / "heldout" / "new-ids.txt"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -66,7 +67,9 @@ def test_set_is_big_and_spread():
     assert len(positives) >= 45, f"only {len(positives)} labelled real logs"
     assert len(negatives) >= 8, f"only {len(negatives)} negative cases"
     per_id = collections.Counter(c.expected for c in positives)
-    crowded = {k: v for k, v in per_id.items() if v > 3}
+    # at most 3 per id, plus held-out cases moved in when they were exposed (the rule of docs/EVALUATION.md)
+    moved = collections.Counter(c.expected for c in positives if "-ex-h" in c.path.name)
+    crowded = {k: v for k, v in per_id.items() if v > 3 + moved[k]}
     assert not crowded, f"more than 3 cases for one id: {crowded}"
     assert len(per_id) >= 20, f"cases cover only {len(per_id)} ids"
 
@@ -77,9 +80,9 @@ def test_every_expected_id_is_a_required_kb_id():
     assert not unknown, f"tuning cases expect ids that are neither required nor in kb/: {unknown}"
 
 
-@pytest.mark.parametrize("split", ["tuning", "heldout"])
+@pytest.mark.parametrize("split", ["tuning", "heldout", "retired"])
 def test_cases_are_distinct_real_logs(split):
-    cases = CASES if split == "tuning" else HELDOUT
+    cases = {"tuning": CASES, "heldout": HELDOUT, "retired": RETIRED}[split]
     seen: dict[str, str] = {}
     for c in cases:
         body = re.sub(r"\s+", " ", c.log).strip()
@@ -124,19 +127,13 @@ def test_heldout_descriptions_are_half_chinese_and_labelled():
     assert not unknown, f"description labels that are no required id, kb entry or listed new id: {unknown}"
 
 
-def test_heldout_batch3_size_spread_and_languages():
-    """Batch 3 (frozen 2026-12-01) on its own: the size the round asked for, half Chinese, many ids."""
-    logs = eval_kb.load_heldout_cases(batch=3)
-    syms = eval_kb.load_heldout_symptoms(batch=3)
-    assert all(eval_kb.HELDOUT3_DIR in c.path.parents for c in logs)
-    negatives = [c for c in logs if c.negative]
-    assert len(logs) >= 40 and len(negatives) >= 8, (len(logs), len(negatives))
-    assert len({c.expected for c in logs if not c.negative}) >= 20
-    langs = collections.Counter(s.lang for s in syms)
-    assert len(syms) >= 30 and langs["zh"] >= len(syms) / 2 - 1, langs
-    # batch 3 continues the numbering of batches 1 and 2 (h099-, s066-) so names never collide
-    assert min(int(c.path.stem[1:4]) for c in logs) >= 99
-    assert min(int(s.id[1:4]) for s in syms) >= 66
+def test_retired_batches_are_whole_and_out_of_the_heldout_split():
+    """Batches 1-3 retired whole (logs and descriptions) on 2026-12-02; none of their items is held out."""
+    assert len(RETIRED) >= 140 and len(RETIRED_SYMPTOMS) >= 85, (len(RETIRED), len(RETIRED_SYMPTOMS))
+    assert all(c.split == "retired" for c in RETIRED)
+    assert not {c.path.name for c in RETIRED} & {c.path.name for c in HELDOUT}
+    assert not {s.id for s in RETIRED_SYMPTOMS} & {s.id for s in SYMPTOMS}
+    assert set(eval_kb.HELDOUT_BATCHES).isdisjoint(eval_kb.RETIRED_BATCHES)
 
 
 def test_heldout_batch4_size_spread_and_languages():
@@ -145,7 +142,8 @@ def test_heldout_batch4_size_spread_and_languages():
     syms = eval_kb.load_heldout_symptoms(batch=4)
     assert all(eval_kb.HELDOUT4_DIR in c.path.parents for c in logs)
     negatives = [c for c in logs if c.negative]
-    assert len(logs) >= 40 and len(negatives) >= 8, (len(logs), len(negatives))
+    # 40 at freeze; h146 moved to tuning on 2026-12-02 (its pip lines are the same as a retired batch-1 log's)
+    assert len(logs) >= 39 and len(negatives) >= 8, (len(logs), len(negatives))
     per_id = collections.Counter(c.expected for c in logs if not c.negative)
     assert len(per_id) >= 20, f"batch 4 covers only {len(per_id)} ids"
     crowded = {k: v for k, v in per_id.items() if v > 3}
@@ -157,17 +155,35 @@ def test_heldout_batch4_size_spread_and_languages():
     assert min(int(s.id[1:4]) for s in syms) >= 98
 
 
-@pytest.mark.parametrize("batch", [3, 4])
+def test_heldout_batch5_size_spread_and_languages():
+    """Batch 5 (collected 2026-12-02 before that session's KB changes merged): size, spread, half Chinese."""
+    logs = eval_kb.load_heldout_cases(batch=5)
+    syms = eval_kb.load_heldout_symptoms(batch=5)
+    assert all(eval_kb.HELDOUT5_DIR in c.path.parents for c in logs)
+    negatives = [c for c in logs if c.negative]
+    assert len(logs) >= 40 and len(negatives) >= 10, (len(logs), len(negatives))
+    per_id = collections.Counter(c.expected for c in logs if not c.negative)
+    assert len(per_id) >= 20, f"batch 5 covers only {len(per_id)} ids"
+    langs = collections.Counter(s.lang for s in syms)
+    assert len(syms) >= 30 and langs["zh"] >= len(syms) / 2 - 1 and langs["en"] >= len(syms) / 2 - 1, langs
+    # batch 5 continues the numbering of batches 1-4 so names never collide
+    assert min(int(c.path.stem[1:4]) for c in logs) >= 182
+    assert min(int(s.id[1:4]) for s in syms) > max(int(s.id[1:4]) for s in eval_kb.load_heldout_symptoms(batch=4))
+
+
+@pytest.mark.parametrize("batch", [4, 5])
 def test_heldout_later_batch_threads_are_new(batch):
-    """Every item of batch 3 / 4 comes from its own thread, one no other held-out log or description uses."""
+    """Every item of a held-out batch comes from its own thread, one no other batch (retired ones included) uses."""
     folder = eval_kb.HELDOUT_BATCHES[batch][0]
     b_logs, b_syms = eval_kb.load_heldout_cases(batch=batch), eval_kb.load_heldout_symptoms(batch=batch)
     mine = [check.thread_key(c.source) for c in b_logs] + [check.thread_key(s.source) for s in b_syms]
     twice = [k for k, n in collections.Counter(mine).items() if n > 1]
     assert not twice, f"batch-{batch} items from the same thread: {twice}"
-    others = {check.thread_key(c.source) for c in HELDOUT if folder not in c.path.parents}
+    if not b_logs and not b_syms:
+        pytest.fail(f"held-out batch {batch} is empty ({folder})")
+    others = {check.thread_key(c.source) for c in HELDOUT + RETIRED if folder not in c.path.parents}
     b_ids = {s.id for s in b_syms}
-    others |= {check.thread_key(s.source) for s in SYMPTOMS if s.id not in b_ids}
+    others |= {check.thread_key(s.source) for s in SYMPTOMS + RETIRED_SYMPTOMS if s.id not in b_ids}
     reused = sorted(k for k in mine if k in others)
     assert not reused, f"batch-{batch} items from threads other batches use: {reused}"
 
@@ -176,7 +192,8 @@ def test_heldout_threads_are_used_once():
     keys = collections.Counter(check.thread_key(s.source) for s in SYMPTOMS)
     twice = [k for k, n in keys.items() if n > 1]
     assert not twice, f"descriptions from the same thread: {twice}"
-    tuning = {check.thread_key(c.source) for c in CASES}
+    tuning = {check.thread_key(c.source) for c in CASES + RETIRED}
+    tuning |= {check.thread_key(s.source) for s in RETIRED_SYMPTOMS}
     mixed = sorted(c.path.name for c in HELDOUT if check.thread_key(c.source) in tuning)
     mixed += sorted(s.id for s in SYMPTOMS if check.thread_key(s.source) in tuning)
     assert not mixed, f"held-out items from threads the tuning split uses: {mixed}"
@@ -230,8 +247,14 @@ def symptom_outcomes():
     return eval_kb.evaluate_symptoms(SYMPTOMS)
 
 
-def test_service_never_raises(outcomes, heldout_outcomes, symptom_outcomes):
-    errors = [(o.case.path.name, o.error) for o in outcomes + heldout_outcomes if o.error]
+@pytest.fixture(scope="module")
+def retired_outcomes():
+    pytest.importorskip("diagnostics.service")
+    return eval_kb.evaluate(RETIRED)
+
+
+def test_service_never_raises(outcomes, heldout_outcomes, retired_outcomes, symptom_outcomes):
+    errors = [(o.case.path.name, o.error) for o in outcomes + heldout_outcomes + retired_outcomes if o.error]
     errors += [(o.symptom.id, o.error) for o in symptom_outcomes if o.error]
     assert not errors, errors
 
@@ -255,22 +278,14 @@ def test_negatives_raise_no_error_level_diagnosis(outcomes):
 def test_heldout_negatives_raise_no_new_error_level_diagnosis(heldout_outcomes):
     """Every healthy/unrelated held-out log that was clean at the baseline stays clean.
 
-    (At the baseline one of them was not: it is listed in bench/eval_baseline.json and docs/EVALUATION.md;
+    (A negative that raised an alarm at its batch's baseline is listed there, bench/eval_baseline_batch<N>.json;
     the goal of issue 14 is none.)"""
-    baseline = json.loads(eval_kb.BASELINE.read_text(encoding="utf-8"))
-    alarmed_then = {m["case"] for m in baseline["heldout_logs"]["misses"] if m["expected"] == "none"}
-    # batch 2 was measured once when it was frozen (bench/eval_baseline_batch2.json): same rule for its negatives
-    if BASELINE2.exists():
-        b2 = json.loads(BASELINE2.read_text(encoding="utf-8"))
-        alarmed_then |= {m["case"] for m in b2["heldout2_logs"]["misses"] if m["expected"] == "none"}
-    # batch 3 likewise (bench/eval_baseline_batch3.json, measured once right after it was frozen)
-    if BASELINE3.exists():
-        b3 = json.loads(BASELINE3.read_text(encoding="utf-8"))
-        alarmed_then |= {m["case"] for m in b3["heldout3_logs"]["misses"] if m["expected"] == "none"}
-    # batch 4 likewise (bench/eval_baseline_batch4.json, measured once right after it was frozen)
-    if BASELINE4.exists():
-        b4 = json.loads(BASELINE4.read_text(encoding="utf-8"))
-        alarmed_then |= {m["case"] for m in b4["heldout4_logs"]["misses"] if m["expected"] == "none"}
+    alarmed_then: set[str] = set()
+    for n in eval_kb.HELDOUT_BATCHES:   # each batch was measured once right after it was frozen
+        path = ROOT / "bench" / f"eval_baseline_batch{n}.json"
+        assert path.exists(), f"held-out batch {n} has no baseline ({path.name}): measure it once when frozen"
+        b = json.loads(path.read_text(encoding="utf-8"))
+        alarmed_then |= {m["case"] for m in b[f"heldout{n}_logs"]["misses"] if m["expected"] == "none"}
     now = {o.case.path.name: o.alarms for o in heldout_outcomes if o.case.negative and o.alarms}
     new = {k: v for k, v in now.items() if k not in alarmed_then}
     assert not new, f"error-level diagnoses on held-out healthy/unrelated logs that were clean: {new}"
