@@ -30,7 +30,8 @@ VER_RE = re.compile(r"^[0-9]+(\.[0-9]+){1,2}$")
 AMD_KEYS = {"gfx": True, "family": True, "names": True, "official": True, "official_since": False,
             "native_bf16": True, "override": True, "legacy": False, "source": True}
 NV_KEYS = {"cc": True, "family": True, "names": True, "native_bf16": True, "source": True}
-FOLDER_KEYS = {"folder": True, "stack": True, "version": True, "torch": True}
+FOLDER_KEYS = {"folder": True, "stack": True, "version": True, "torch": True, "index": False, "device_extras": False}
+PYPI_INDEX = "https://pypi.org/simple"
 WHEEL_KEYS = {"torch": True, "torchvision": True, "torchaudio": True, "archs": False, "libs_missing": False,
               "source": True}
 DRIVER_KEYS = {"cuda": True, "driver": True, "source": True}
@@ -50,6 +51,12 @@ class Wheel:
     # targets the arch list names but the libraries bundled in the wheel do not serve (rocBLAS without Tensile
     # kernels for them): never recommended for those targets
     libs_missing: list[str] = field(default_factory=list)
+    # the index that serves this folder's wheels when it is not download.pytorch.org/whl/<folder>: PyPI (whose Linux
+    # torch is one CUDA build, e.g. 2.15.0+cu132) or AMD's own index (TheRock's multi-arch wheels)
+    index: str | None = None
+    # AMD's multi-arch index: the GPU code comes from a `[device-gfxNNNN]` extra of torch and torchvision
+    # (amd-torch-device-gfxNNNN packages), and the versions carry the folder as their local tag (2.12.0+rocm7.14.0)
+    device_extras: bool = False
 
     def runs(self, target: str) -> bool:
         """The wheel's code and bundled libraries carry *target* (natively or, NVIDIA, through PTX)."""
@@ -57,7 +64,16 @@ class Wheel:
 
     @property
     def index_url(self) -> str:
-        return INDEX_BASE + self.folder
+        return self.index or (INDEX_BASE + self.folder)
+
+    @property
+    def index_kind(self) -> str:
+        """'pytorch' (download.pytorch.org/whl/<folder>), 'pypi' or 'amd' (AMD's device-extras index)."""
+        if self.device_extras:
+            return "amd"
+        if self.index and self.index.rstrip("/") == PYPI_INDEX:
+            return "pypi"
+        return "pytorch" if not self.index else "other"
 
 
 @dataclass
@@ -260,6 +276,26 @@ def parse_matrix(text: str, path: str) -> Matrix:
                 m.errors.append(ctx.err(f["folder"], f"duplicate folder {folder!r}"))
                 continue
             folders.add(folder)
+            index = None
+            if "index" in f:
+                index = _scalar(f["index"])
+                if not (isinstance(index, str) and re.match(r"^https://\S+$", index)):
+                    m.errors.append(ctx.err(f["index"], "index must be an https URL (a PEP 503 simple index)"))
+                    index = None
+                elif index.startswith(INDEX_BASE):
+                    m.errors.append(ctx.err(f["index"], "index names download.pytorch.org, which is the default: leave "
+                                                        "it out"))
+                    index = None
+            extras = False
+            if "device_extras" in f:
+                extras = _scalar(f["device_extras"])
+                if not isinstance(extras, bool):
+                    m.errors.append(ctx.err(f["device_extras"], "device_extras must be true or false"))
+                    extras = False
+                elif extras and (stack != "rocm" or not index):
+                    m.errors.append(ctx.err(f["device_extras"], "device_extras is for a ROCm folder with its own index "
+                                                                "(AMD's multi-arch index)"))
+                    extras = False
             for w in _seq(ctx, f["torch"], "torch", m.errors):
                 wf = _keys(ctx, w, WHEEL_KEYS, "a wheel", m.errors)
                 if not {"torch", "torchvision", "torchaudio", "source"} <= set(wf):
@@ -298,7 +334,7 @@ def parse_matrix(text: str, path: str) -> Matrix:
                     if s not in m.sources:
                         m.errors.append(ctx.err(wf["source"].value[i], f"unknown source {s!r} (define it under sources:)"))
                 m.wheels.append(Wheel(folder, stack, ver, vals["torch"], vals["torchvision"], vals["torchaudio"],
-                                      archs, [str(s) for s in src], [str(a) for a in missing]))
+                                      archs, [str(s) for s in src], [str(a) for a in missing], index, bool(extras)))
     node = top.get("cuda_min_driver")
     if node is not None:
         for item in _seq(ctx, node, "cuda_min_driver", m.errors):
@@ -538,6 +574,16 @@ class Install:
 
     def command(self) -> str:
         w = self.wheel
+        if w.device_extras:
+            # AMD's multi-arch index: one `device-gfxNNNN` extra per GPU target on torch and torchvision, versions
+            # pinned with the folder's local tag as AMD's install page writes them
+            # (with an override in force the runtime loads the sibling's code, so that is the device package to get)
+            want = [self.check_target] if self.override else (self.targets or [self.check_target])
+            ex = ",".join(f"device-{t}" for t in dict.fromkeys(want))
+            loc = "+" + w.folder
+            return (f'pip uninstall -y torch torchvision torchaudio && pip install "torch[{ex}]=={w.torch}{loc}" '
+                    f'"torchvision[{ex}]=={w.torchvision}{loc}" "torchaudio=={w.torchaudio}{loc}" '
+                    f"--index-url {w.index_url}")
         return (f"pip uninstall -y torch torchvision torchaudio && pip install torch=={w.torch} "
                 f"torchvision=={w.torchvision} torchaudio=={w.torchaudio} --index-url {w.index_url}")
 
@@ -682,7 +728,9 @@ def placeholder_values(facts: dict[str, Any], matrix: Matrix | None = None) -> d
     if facts.get("nvidia.cuda_version"):
         vals["cuda_version"] = str(facts["nvidia.cuda_version"])
     if inst is not None:
-        vals["torch_index_url"] = inst.wheel.index_url
+        # AMD's device-extras index installs no GPU code for a plain `torch torchvision`, the form the entries that
+        # use {torch_index_url} write (e.g. a web UI's TORCH_COMMAND): those keep the generic wording
+        vals["torch_index_url"] = None if inst.wheel.device_extras else inst.wheel.index_url
         cmd = f"`{inst.command()}`"
         check = f"`{VERIFY_CMD}` must then list `{inst.check_target}`"
         if inst.override:
