@@ -33,7 +33,7 @@ NV_KEYS = {"cc": True, "family": True, "names": True, "native_bf16": True, "sour
 FOLDER_KEYS = {"folder": True, "stack": True, "version": True, "torch": True, "index": False, "device_extras": False}
 PYPI_INDEX = "https://pypi.org/simple"
 WHEEL_KEYS = {"torch": True, "torchvision": True, "torchaudio": True, "archs": False, "libs_missing": False,
-              "source": True}
+              "python": False, "source": True}
 DRIVER_KEYS = {"cuda": True, "driver": True, "source": True}
 TOP_KEYS = {"checked": True, "sources": True, "amd": True, "nvidia": True, "wheels": True, "cuda_min_driver": True}
 
@@ -57,6 +57,9 @@ class Wheel:
     # AMD's multi-arch index: the GPU code comes from a `[device-gfxNNNN]` extra of torch and torchvision
     # (amd-torch-device-gfxNNNN packages), and the versions carry the folder as their local tag (2.12.0+rocm7.14.0)
     device_extras: bool = False
+    # the oldest Python the release has wheels for, where established (torch 2.15.0: 3.11, no cp310 wheel): a
+    # machine whose Python is older is never computed this wheel
+    python_min: str | None = None
 
     def runs(self, target: str) -> bool:
         """The wheel's code and bundled libraries carry *target* (natively or, NVIDIA, through PTX)."""
@@ -326,6 +329,13 @@ def parse_matrix(text: str, path: str) -> Matrix:
                         m.errors.append(ctx.err(wf["libs_missing"], "libs_missing must be a non-empty list of targets "
                                                                     "from the wheel's archs"))
                         missing = []
+                pymin = None
+                if "python" in wf:
+                    pymin = _scalar(wf["python"])
+                    if not (isinstance(pymin, str) and re.match(r"^3\.[0-9]+$", pymin)):
+                        m.errors.append(ctx.err(wf["python"], "python must be the oldest supported Python as a quoted "
+                                                              "version like '3.11'"))
+                        pymin = None
                 src = _plain(wf["source"])
                 if not (isinstance(src, list) and src):
                     m.errors.append(ctx.err(wf["source"], "source must be a non-empty list of source names"))
@@ -334,7 +344,8 @@ def parse_matrix(text: str, path: str) -> Matrix:
                     if s not in m.sources:
                         m.errors.append(ctx.err(wf["source"].value[i], f"unknown source {s!r} (define it under sources:)"))
                 m.wheels.append(Wheel(folder, stack, ver, vals["torch"], vals["torchvision"], vals["torchaudio"],
-                                      archs, [str(s) for s in src], [str(a) for a in missing], index, bool(extras)))
+                                      archs, [str(s) for s in src], [str(a) for a in missing], index, bool(extras),
+                                      pymin))
     node = top.get("cuda_min_driver")
     if node is not None:
         for item in _seq(ctx, node, "cuda_min_driver", m.errors):
@@ -629,7 +640,9 @@ def _recommend_install(facts: dict[str, Any], matrix: Matrix | None = None) -> I
     m = matrix or get_matrix()
     amd, _ = amd_targets(facts, m)
     nv = [] if amd else nvidia_targets(facts, m)
-    safe = [w for w in m.wheels if w.archs and _tv(w.torch)[:2] >= MIN_SAFE_TORCH]
+    py = parse_version(str(facts.get("python.version") or ""))
+    safe = [w for w in m.wheels if w.archs and _tv(w.torch)[:2] >= MIN_SAFE_TORCH
+            and not (py and w.python_min and py[:2] < _tv(w.python_min)[:2])]
     if amd:
         cands = [w for w in safe if w.stack == "rocm"]
         native = [w for w in cands if all(w.runs(t) for t in amd)]

@@ -478,3 +478,13 @@ cuda_min_driver: []
         assert errs and any("index" in e.message or "device_extras" in e.message for e in errs), (msg, errs)
     no_index = text.replace("    index: https://repo.amd.com/rocm/whl-multi-arch/\n", "")
     assert any("device_extras" in e.message for e in support.parse_matrix(no_index, "m.yaml").errors)
+
+
+def test_a_python_older_than_the_wheels_gets_an_older_release():
+    """torch 2.15.0 has no cp310 wheel (audit part 7): a machine on Python 3.10 (A1111's) must not be computed it."""
+    inst = support.recommend_install({"nvidia.compute_caps": ["sm_89"], "python.version": "3.10.12"}, M)
+    assert inst is not None and inst.wheel.torch != "2.15.0"
+    inst = support.recommend_install({"nvidia.compute_caps": ["sm_89"], "python.version": "3.12.3"}, M)
+    assert inst is not None and inst.wheel.torch == "2.15.0"
+    bad = (ROOT / "kb/support/gpu-matrix.yaml").read_text(encoding="utf-8").replace("python: '3.11'", "python: 3.11", 1)
+    assert any("python" in e.message for e in support.parse_matrix(bad, "m.yaml").errors)
