@@ -687,7 +687,8 @@ GENERIC = {
         "torch_index_url": "the PyTorch index for your ROCm or CUDA version (https://download.pytorch.org/whl/<folder>, see https://pytorch.org/get-started/locally/)",
         "gfx": "your GPU's gfx target (`rocminfo | grep -m1 -o 'gfx[0-9a-f]*'`)",
         "override": "the value of your GPU's family (RDNA2: 10.3.0, RDNA3: 11.0.0; none for a target the wheel carries)",
-        "rocm_version": "your ROCm version (`cat /opt/rocm/.info/version`)",
+        "rocm_version": ("your ROCm version (`cat /opt/rocm/.info/version`; ROCm 10 packages: "
+                         "`cat /opt/rocm/core/.info/version`)"),
         "cuda_version": "the CUDA version your driver supports (top right of `nvidia-smi`)",
     },
     "zh": {
@@ -698,7 +699,7 @@ GENERIC = {
         "torch_index_url": "与你的 ROCm 或 CUDA 版本对应的 PyTorch 索引（https://download.pytorch.org/whl/<目录>，见 https://pytorch.org/get-started/locally/）",
         "gfx": "你 GPU 的 gfx 目标架构（`rocminfo | grep -m1 -o 'gfx[0-9a-f]*'`）",
         "override": "与你 GPU 同一家族的值（RDNA2：10.3.0，RDNA3：11.0.0；wheel 已包含的目标无需设置）",
-        "rocm_version": "你的 ROCm 版本（`cat /opt/rocm/.info/version`）",
+        "rocm_version": "你的 ROCm 版本（`cat /opt/rocm/.info/version`；ROCm 10 的软件包：`cat /opt/rocm/core/.info/version`）",
         "cuda_version": "你的驱动支持的 CUDA 版本（`nvidia-smi` 右上角）",
     },
 }
