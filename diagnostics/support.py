@@ -484,7 +484,9 @@ def torch_archs(facts: dict[str, Any], matrix: Matrix) -> tuple[list[str] | None
     ver = facts.get("torch.version")
     if ver:
         w = matrix.wheel_for(ver)
-        if w is not None and w.archs is not None:
+        # a device-extras build (AMD's multi-arch index) carries the code of whichever `[device-gfx...]` extras were
+        # installed, not the row's list (which only says which extras the source shows): no arch list from it
+        if w is not None and w.archs is not None and not w.device_extras:
             return list(w.archs), "matrix"
     return None, ""
 

@@ -488,3 +488,12 @@ def test_a_python_older_than_the_wheels_gets_an_older_release():
     assert inst is not None and inst.wheel.torch == "2.15.0"
     bad = (ROOT / "kb/support/gpu-matrix.yaml").read_text(encoding="utf-8").replace("python: '3.11'", "python: 3.11", 1)
     assert any("python" in e.message for e in support.parse_matrix(bad, "m.yaml").errors)
+
+
+def test_an_installed_amd_multi_arch_torch_is_not_judged_by_the_rows_target_list():
+    """A TheRock torch (2.12.0+rocm7.14.0) carries the code of the device extras that were installed; the row lists
+    only the extras its source shows, so a gfx1030 machine with that torch must not be told its build lacks gfx1030."""
+    facts = {"torch.version": "2.12.0+rocm7.14.0", "torch.build": "rocm", "gpu.gfx_targets": ["gfx1030"]}
+    d = support.derive_support(facts, M)
+    assert "torch.arch_supported" not in d and "torch.unsupported_archs" not in d
+    assert support.torch_archs(facts, M) == (None, "")
