@@ -607,9 +607,10 @@ def prewarm_gpu(torch, cfg: dict, dtype_name: str, prompt_len: int = 16, new_tok
     """The kernels a Llama-shaped decoder's generation launches, on synthetic tensors of the model's shapes and
     dtype: embedding, RMSNorm, rotary, the q/k/v/o and MLP projections at the prompt's length and at one token,
     the KV cache's concatenation, causal and decoding attention, SiLU, the last logits, greedy choice and the
-    token's copy to the host.  On a GPU, a generation's first run spends seconds loading those kernels and
-    choosing GEMM algorithms per shape (1.7-2.9 s of the H200's warm-up, docs/GPU_RUN.md); torch releases the
-    GIL in each op, so this runs in a thread while the main thread imports transformers.  Nothing here is
+    token's copy to the host.  On a GPU, a generation's first run spends seconds loading kernels and choosing
+    GEMM algorithms per shape (1.7-2.9 s of the H200's warm-up); torch releases the GIL in each op, so this runs
+    in a thread while the main thread imports transformers (measured on the H200: 1.1 s beside a 1.3 s import,
+    about 0.4 s off the warm-up, docs/GPU_RUN.md round 6).  Nothing here is
     measured or reported as the model's speed: the full warm-up generation still runs before the timed one.
     Only for models whose config is small enough to be built here (the built-in ones)."""
     import torch.nn.functional as F
