@@ -16,7 +16,8 @@ Fresh interpreters of PATH, alternating variants, each timed from its spawn:
   ``import torch``: does the torch import (the shared libraries' loading) leave the GIL free?
 
 ``--importtime FILE`` also writes one ``-X importtime`` run of torch + the model classes and prints the heaviest
-top-level packages by cumulative time.  Only the standard library is imported here.
+modules of the chain by cumulative time.  Each run's figures are printed as it ends, the medians at the end.
+Only the standard library is imported here.
 """
 from __future__ import annotations
 
@@ -171,7 +172,10 @@ def main() -> int:
     for r in range(args.rounds):
         order = plan if r % 2 == 0 else plan[::-1]
         for name, fn in order:
-            out.setdefault(name, []).append(fn())
+            row = fn()
+            out.setdefault(name, []).append(row)
+            # each run at once (a run cut short by a time limit still shows what it measured)
+            print(f"round {r + 1} {name}: " + json.dumps(row.get("marks", row))[:400], flush=True)
     print(f"{args.rounds} rounds, alternating, fresh `{args.python}` each; {os.cpu_count()} CPUs; "
           f"{time.strftime('%Y-%m-%d %H:%M')} UTC\n")
     for name, rows in out.items():

@@ -3,6 +3,7 @@ touches what is measured.  The kernels are run on the CPU here (the same code, d
 from __future__ import annotations
 
 import json
+import os
 import sys
 import types
 from pathlib import Path
@@ -65,6 +66,9 @@ def test_transformers_is_imported_under_the_tokenizer_stage(tmp_path, monkeypatc
     import io
 
     cache = tmp_path / "cache"
+    for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM", "HF_HUB_DISABLE_PROGRESS_BARS"):
+        monkeypatch.setenv(k, os.environ.get(k, "1" if k != "TOKENIZERS_PARALLELISM" else "false"))  # main() sets them
+    monkeypatch.setattr(child, "bytecode_cache", lambda *a: None)    # never a prefix for the test process itself
     monkeypatch.setattr(child, "_out", io.StringIO())
     assert child.main(["--cache-dir", str(cache), "--build-only"]) == 0
     out = io.StringIO()
