@@ -99,8 +99,14 @@ def profile(events: list[dict], report: dict, start: float, end: float) -> dict[
     if probe_end:
         mark("all probes ended", probe_end)
     mark("process exited", end)
-    for k, v in ((report.get("generation") or {}).get("stage_s") or {}).items():
+    gen = report.get("generation") or {}
+    for k, v in (gen.get("stage_s") or {}).items():
         out[f"generation child, seconds in: {k}"] = v
+    if gen.get("pycache_prefix"):   # the child kept its bytecode under the doctor's cache (child.bytecode_cache)
+        out["generation child, bytecode under the doctor's cache (1 = yes)"] = 1
+    for k in ("prewarm_s", "prewarm_wait_s"):   # the GPU pre-warm beside the transformers import, and its wait
+        if isinstance(gen.get(k), (int, float)):
+            out[f"generation child, {k}"] = gen[k]
     for k, v in ((report.get("generation") or {}).get("stage_cpu_s") or {}).items():
         out[f"generation child, CPU seconds in: {k}"] = v
     for p in report.get("probes") or []:
@@ -108,7 +114,7 @@ def profile(events: list[dict], report: dict, start: float, end: float) -> dict[
     return out
 
 
-def measure(python: str, rounds: int, base: Path | None = None) -> dict:
+def measure(python: str, rounds: int, base: Path | None = None, partial: Path | None = None) -> dict:
     fns = {"floor": lambda: t_floor(python), "run": lambda: t_cli(python, True),
            "run_nogen": lambda: t_cli(python, False)}
     if base is not None:  # another checkout's CLI in the same rounds: before/after under the same load
@@ -122,6 +128,8 @@ def measure(python: str, rounds: int, base: Path | None = None) -> dict:
         n = r % len(kinds)
         for k in kinds[n:] + kinds[:n]:
             res[k].append(fns[k]())
+        if partial is not None:     # each finished round kept: a run cut short by a time limit still says something
+            partial.write_text(json.dumps({"runs": res, "rounds_done": r + 1}, indent=1), encoding="utf-8")
     return res
 
 
@@ -195,7 +203,8 @@ def main() -> None:
                                    "rounds: before and after under the same load")
     args = ap.parse_args()
     lb = _load()
-    res = measure(args.python, args.rounds, Path(args.base) if args.base else None)
+    res = measure(args.python, args.rounds, Path(args.base) if args.base else None,
+                  Path(args.json) if args.json else None)
     s = summarize(res)
     out = render(res, s, args.python, lb, _load(), args.base)
     print(out)

@@ -599,6 +599,118 @@ def _has_accelerate() -> bool:
 
 
 # ---------------------------------------------------------------------------------------------------------
+# the GPU's first-time costs, paid while transformers' model code is imported
+
+
+def prewarm_gpu(torch, cfg: dict, dtype_name: str, prompt_len: int = 16, new_tokens: int = 32,  # noqa: ANN001
+                device: str = "cuda") -> dict:
+    """The kernels a Llama-shaped decoder's generation launches, on synthetic tensors of the model's shapes and
+    dtype: embedding, RMSNorm, rotary, the q/k/v/o and MLP projections at the prompt's length and at one token,
+    the KV cache's concatenation, causal and decoding attention, SiLU, the last logits, greedy choice and the
+    token's copy to the host.  On a GPU, a generation's first run spends seconds loading kernels and choosing
+    GEMM algorithms per shape (1.7-2.9 s of the H200's warm-up); torch releases the GIL in each op, so this runs
+    in a thread while the main thread imports transformers (measured on the H200: 1.1 s beside a 1.3 s import,
+    about 0.4 s off the warm-up, docs/GPU_RUN.md round 6).  Nothing here is
+    measured or reported as the model's speed: the full warm-up generation still runs before the timed one.
+    Only for models whose config is small enough to be built here (the built-in ones)."""
+    import torch.nn.functional as F
+
+    c = text_config(cfg)
+    H = int(_first(c, "hidden_size", "n_embd", "d_model"))
+    nH = int(_first(c, "num_attention_heads", "n_head"))
+    nKV = int(_first(c, "num_key_value_heads", default=nH))
+    hd = int(_first(c, "head_dim", default=H // nH))
+    inter = int(_first(c, "intermediate_size", default=4 * H))
+    V = int(_first(c, "vocab_size"))
+    dt = getattr(torch, dtype_name)
+    dev = torch.device(device)
+    t0 = time.perf_counter()
+    with torch.inference_mode():
+        g = torch.Generator(device=dev).manual_seed(0)
+
+        def w(*shape):
+            return (torch.randn(*shape, device=dev, generator=g, dtype=torch.float32) * 0.02).to(dt)
+
+        emb, wq, wk, wv, wo = w(V, H), w(nH * hd, H), w(nKV * hd, H), w(nKV * hd, H), w(H, nH * hd)
+        wg, wu, wd, norm = w(inter, H), w(inter, H), w(H, inter), torch.ones(H, device=dev, dtype=dt)
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, hd, 2, device=dev, dtype=torch.int64).float() / hd))
+
+        def rms(x):
+            xf = x.to(torch.float32)
+            xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)
+            return norm * xf.to(dt)
+
+        def rotate(x, cos, sin):
+            x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+            return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+
+        ids = torch.randint(0, V, (1, prompt_len), device=dev, generator=g)
+        k_cache = v_cache = None
+        done = torch.zeros(1, dtype=torch.bool, device=dev)
+        # the prompt, then a few single tokens (one decoding step launches the same kernels as the next: more
+        # steps would only cost GIL hand-overs with the import beside it, up to 5 ms each)
+        for step in range(min(new_tokens, PREWARM_STEPS) + 1):
+            n = ids.shape[1] if step == 0 else 1
+            start = 0 if step == 0 else prompt_len + step - 1
+            pos = torch.arange(start, start + n, device=dev).unsqueeze(0)
+            freqs = (inv_freq[None, :, None].expand(1, -1, 1) @ pos[:, None, :].float()).transpose(1, 2)
+            angles = torch.cat((freqs, freqs), dim=-1)
+            cos, sin = angles.cos().to(dt)[:, None], angles.sin().to(dt)[:, None]
+            x = F.embedding(ids[:, -n:], emb)
+            h = rms(x)
+            q = F.linear(h, wq).view(1, n, nH, hd).transpose(1, 2)
+            k = F.linear(h, wk).view(1, n, nKV, hd).transpose(1, 2)
+            v = F.linear(h, wv).view(1, n, nKV, hd).transpose(1, 2)
+            q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+            k_cache = k if k_cache is None else torch.cat((k_cache, k), dim=-2)
+            v_cache = v if v_cache is None else torch.cat((v_cache, v), dim=-2)
+            rep = nH // nKV
+            kk = k_cache[:, :, None].expand(1, nKV, rep, k_cache.shape[-2], hd).reshape(1, nH, -1, hd)
+            vv = v_cache[:, :, None].expand(1, nKV, rep, v_cache.shape[-2], hd).reshape(1, nH, -1, hd)
+            a = F.scaled_dot_product_attention(q, kk, vv, is_causal=step == 0)
+            x = x + F.linear(a.transpose(1, 2).reshape(1, n, nH * hd), wo)
+            h = rms(x)
+            x = x + F.linear(F.silu(F.linear(h, wg)) * F.linear(h, wu), wd)
+            logits = F.linear(rms(x)[:, -1:, :], emb).float()
+            nxt = torch.argmax(logits[:, -1, :], dim=-1)
+            done = done | (nxt == 0)
+            ids = torch.cat((ids, nxt[:, None]), dim=-1)
+            nxt.cpu()
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+    return {"prewarm_s": round(time.perf_counter() - t0, 4)}
+
+
+PREWARM_STEPS = 3
+PREWARM_WAIT_S = 20.0
+
+
+class _Prewarm:
+    """prewarm_gpu in a daemon thread; join() waits for it and returns what it measured (or its error: a failure
+    here only means the warm-up generation pays the first-time costs itself)."""
+
+    def __init__(self, torch, cfg: dict, dtype_name: str, new_tokens: int):  # noqa: ANN001
+        import threading
+
+        self.out: dict = {}
+
+        def work():
+            try:
+                self.out = prewarm_gpu(torch, cfg, dtype_name, PROMPT_LEN, new_tokens)
+            except Exception as e:  # noqa: BLE001
+                self.out = {"prewarm_error": f"{type(e).__name__}: {e}"}
+
+        self.thread = threading.Thread(target=work, name="gpu-prewarm", daemon=True)
+        self.thread.start()
+
+    def join(self) -> dict:
+        self.thread.join(PREWARM_WAIT_S)
+        if self.thread.is_alive():          # stuck in the driver: the load and the warm-up go on without it
+            return {"prewarm_error": f"still running after {PREWARM_WAIT_S:g} s; not waited for"}
+        return self.out
+
+
+# ---------------------------------------------------------------------------------------------------------
 # the run, as stages: each one fills *result* as it goes and raises Stop for a finding that ends the run
 
 PROMPT = "The doctor looks at the machine and says"
@@ -634,25 +746,80 @@ def _lap(result: dict, stage: str, t0: float) -> float:
 
 
 def import_stack(args, result: dict):
-    """Import torch and transformers (what a user's script does first); return the torch module."""
+    """Import torch (what a user's script does first); return the torch module.  transformers is imported later
+    (import_transformers), once the device is known, so that the GPU's first-time costs can be paid meanwhile."""
     progress("importing torch")
     t0 = time.perf_counter()
     _CPU_AT[0] = time.process_time()
     import torch
+    result["torch_version"] = torch.__version__
+    result["import_s"] = round(time.perf_counter() - t0, 3)
+    _lap(result, "import_torch", t0)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    result["cpu_threads"] = torch.get_num_threads()
+    return torch
+
+
+# what the model code imports after torch, one file each: when any of them has no bytecode beside it, the
+# installed packages came without .pyc files (measured on the H200 image: torch/_dynamo, torch/distributed/tensor
+# and sympy/core had none, transformers and scipy had theirs; docs/GPU_RUN.md, round 6)
+BYTECODE_WITNESSES = (("torch", "_dynamo/__init__.py"), ("sympy", "core/__init__.py"),
+                      ("transformers", "modeling_utils.py"))
+
+
+def _lacks_bytecode() -> str | None:
+    """The first witness file that has no .pyc beside it (None: all have theirs, or none can be found)."""
+    import importlib.util
+
+    for pkg, rel in BYTECODE_WITNESSES:
+        try:
+            spec = importlib.util.find_spec(pkg)      # finds the package without importing it
+            origin = spec.origin if spec is not None else None
+            if not origin:
+                continue
+            src = os.path.join(os.path.dirname(origin), *rel.split("/"))
+            if os.path.exists(src) and not os.path.exists(importlib.util.cache_from_source(src)):
+                return src
+        except (ImportError, ValueError, NotImplementedError):
+            continue
+    return None
+
+
+def bytecode_cache(cache_dir: str, result: dict) -> None:
+    """Where the user's environment forbids writing bytecode (PYTHONDONTWRITEBYTECODE, as in some container
+    images) and the installed packages came without their .pyc files, every run would compile the model code's
+    imports from source again (torch._dynamo, torch.distributed.tensor, sympy, ...: thousands of modules,
+    seconds of CPU each time).  Then this process writes and reads the bytecode of what it imports from now on
+    under the doctor's cache (``sys.pycache_prefix`` = <cache>/pycache): still nothing written beside the user's
+    sources, which is what the switch is for.  Called after torch is imported: the torch check imports torch
+    exactly as in a child of its own.  Left alone: bytecode allowed, a prefix of the user's own, the bytecode
+    present, or GPU_DOCTOR_PYCACHE=0."""
+    if (not sys.dont_write_bytecode or getattr(sys, "pycache_prefix", "") is not None
+            or os.environ.get("GPU_DOCTOR_PYCACHE", "1") == "0"):
+        return
+    missing = _lacks_bytecode()
+    if missing is None:
+        return
+    sys.pycache_prefix = os.path.join(cache_dir, "pycache")
+    sys.dont_write_bytecode = False
+    result["pycache_prefix"] = sys.pycache_prefix
+    result["pycache_because"] = f"no bytecode for {missing}"
+
+
+def import_transformers(result: dict) -> None:
+    """Import transformers (its own import: the model code comes with the model class, load_tokenizer and
+    load_model); stage "import"."""
+    t0 = time.perf_counter()
     import transformers
     try:
         from transformers.utils import logging as tlog
         tlog.disable_progress_bar()
     except Exception:  # noqa: BLE001 - an old transformers without it only prints more
         pass
-    result["torch_version"] = torch.__version__
     result["transformers_version"] = transformers.__version__
-    result["import_s"] = round(time.perf_counter() - t0, 3)
+    result["import_s"] = round(result.get("import_s", 0.0) + time.perf_counter() - t0, 3)
     _lap(result, "import", t0)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    result["cpu_threads"] = torch.get_num_threads()
-    return torch
 
 
 def _build_name(torch) -> str:  # noqa: ANN001
@@ -758,8 +925,10 @@ def check_fits(args, torch, plan: Plan, result: dict) -> None:  # noqa: ANN001
 
 
 def load_tokenizer(plan: Plan, result: dict):
-    """The model's tokenizer, first: cheap, and a missing one is a clear finding."""
+    """The model's tokenizer, first: cheap, and a missing one is a clear finding.  transformers is imported here,
+    under this stage (while a GPU pre-warm may run beside it)."""
     progress("loading tokenizer")
+    import_transformers(result)
     t0 = time.perf_counter()
     if builtin_classes(plan):   # our own tokenizer.json: no config lookup to find its class
         from transformers import PreTrainedTokenizerFast as tok_cls
@@ -778,6 +947,12 @@ def load_tokenizer(plan: Plan, result: dict):
 
 def load_on_device(args, torch, plan: Plan, result: dict):  # noqa: ANN001
     """Load the model onto the chosen device; report where its parameters really are (gen.device)."""
+    prewarm = getattr(plan, "prewarm", None)
+    if prewarm is not None:     # ended before any memory cap, the peak's reset and the load: nothing overlaps them
+        t0 = time.perf_counter()
+        result.update(prewarm.join())
+        torch.cuda.empty_cache()                  # its few blocks are not the model's
+        result["prewarm_wait_s"] = round(time.perf_counter() - t0, 4)
     frac = os.environ.get("GPU_DOCTOR_GPU_MEMORY_FRACTION")
     if plan.device == "cuda" and frac:
         # a knob to provoke a real out-of-memory: torch refuses allocations beyond this share of the GPU
@@ -928,12 +1103,22 @@ def compare_with_cpu(args, inputs: dict, g: dict, plan: Plan, result: dict) -> N
     fact("gen.gpu_vs_cpu_ratio", round(result["gpu_vs_cpu_ratio"], 4))
 
 
+def start_prewarm(args, torch, plan: Plan):  # noqa: ANN001
+    """The GPU's first-time costs in a thread while transformers is imported: only for the small built-in model
+    on a GPU (its shapes are known and its tensors take a few MB), unless GPU_DOCTOR_PREWARM=0."""
+    if (plan.device != "cuda" or not builtin_classes(plan) or plan.params >= COMPARE_MIN_PARAMS
+            or os.environ.get("GPU_DOCTOR_PREWARM", "1") == "0"):
+        return None
+    return _Prewarm(torch, plan.cfg, plan.dtype, args.max_new_tokens)
+
+
 def run(args, result: dict) -> dict:
     """The generation; *result* is filled as it goes, so the caller can send what was established on failure."""
     result.update({"requested_device": args.device, "max_new_tokens": args.max_new_tokens,
                    "python": sys.executable, "status": "fail"})
     fact("gen.requested_device", args.device)
     torch = import_stack(args, result)
+    bytecode_cache(args.cache_dir, result)
     device, dtype_name = choose_device(args, torch, result)
     plan = size_model(args, torch, device, dtype_name, result)
     if device == "cpu" and not args.threads and not os.environ.get("OMP_NUM_THREADS") and \
@@ -944,6 +1129,7 @@ def run(args, result: dict) -> dict:
         torch.set_num_threads(1)
         result["cpu_threads"] = 1
     check_fits(args, torch, plan, result)
+    plan.prewarm = start_prewarm(args, torch, plan)
     tok = load_tokenizer(plan, result)
     model = load_on_device(args, torch, plan, result)
     inputs = prompt_inputs(torch, tok, model)

@@ -1,0 +1,125 @@
+"""The GPU pre-warm of the test generation (issue 19, round 6): what it runs, when it runs, and that it never
+touches what is measured.  The kernels are run on the CPU here (the same code, device="cpu")."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "diagnostics" / "generation"))
+import child  # noqa: E402
+
+torch = pytest.importorskip("torch")
+
+TINY = {"model_type": "llama", "vocab_size": 515, "tie_word_embeddings": False,
+        **child.BUILTIN_SIZES["tiny"]}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_prewarm_runs_a_llama_shaped_generation(dtype):
+    out = child.prewarm_gpu(torch, TINY, dtype, prompt_len=16, new_tokens=4, device="cpu")
+    assert set(out) == {"prewarm_s"} and out["prewarm_s"] >= 0
+
+
+def test_prewarm_leaves_the_global_random_state_alone():
+    torch.manual_seed(123)
+    want = torch.rand(3)
+    torch.manual_seed(123)
+    child.prewarm_gpu(torch, TINY, "float32", new_tokens=2, device="cpu")
+    assert torch.equal(torch.rand(3), want)
+
+
+def _plan(device="cuda", display="builtin:tiny", params=200_000):
+    return child.Plan(device=device, display=display, params=params, cfg=TINY, dtype="bfloat16")
+
+
+def test_prewarm_only_for_the_small_builtin_model_on_a_gpu(monkeypatch):
+    started = []
+    monkeypatch.setattr(child, "_Prewarm", lambda *a: started.append(a) or "thread")
+    args = types.SimpleNamespace(max_new_tokens=32)
+    assert child.start_prewarm(args, torch, _plan(device="cpu")) is None
+    assert child.start_prewarm(args, torch, _plan(display="/models/mine")) is None
+    assert child.start_prewarm(args, torch, _plan(display="builtin:1b", params=1_010_000_000)) is None
+    monkeypatch.setenv("GPU_DOCTOR_PREWARM", "0")
+    assert child.start_prewarm(args, torch, _plan()) is None
+    monkeypatch.delenv("GPU_DOCTOR_PREWARM")
+    assert child.start_prewarm(args, torch, _plan()) == "thread" and len(started) == 1
+
+
+def test_a_failing_prewarm_is_a_note_not_a_failure(monkeypatch):
+    def boom(*a, **k):
+        raise RuntimeError("CUDA error: no kernel image is available")
+
+    monkeypatch.setattr(child, "prewarm_gpu", boom)
+    p = child._Prewarm(torch, TINY, "bfloat16", 32)
+    assert p.join() == {"prewarm_error": "RuntimeError: CUDA error: no kernel image is available"}
+
+
+def test_transformers_is_imported_under_the_tokenizer_stage(tmp_path, monkeypatch):
+    """The child's stage order: torch, device, model resolved, then transformers (stage "import") with the
+    tokenizer's progress record, so a pre-warm can run beside the import."""
+    pytest.importorskip("transformers")
+    import io
+
+    cache = tmp_path / "cache"
+    for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM", "HF_HUB_DISABLE_PROGRESS_BARS"):
+        monkeypatch.setenv(k, os.environ.get(k, "1" if k != "TOKENIZERS_PARALLELISM" else "false"))  # main() sets them
+    monkeypatch.setattr(child, "bytecode_cache", lambda *a: None)    # never a prefix for the test process itself
+    monkeypatch.setattr(child, "_out", io.StringIO())
+    assert child.main(["--cache-dir", str(cache), "--build-only"]) == 0
+    out = io.StringIO()
+    monkeypatch.setattr(child, "_out", out)
+    assert child.main(["--cache-dir", str(cache), "--device", "cpu", "--max-new-tokens", "2"]) == 0
+    recs = [json.loads(ln[len(child.PREFIX):]) for ln in out.getvalue().splitlines()
+            if ln.startswith(child.PREFIX)]
+    stages = [r["progress"] for r in recs if "progress" in r]
+    assert stages[:3] == ["importing torch", "resolving model", "loading tokenizer"]
+    result = next(r["result"] for r in recs if "result" in r)
+    assert list(result["stage_s"])[:5] == ["import_torch", "device", "resolve", "import", "tokenizer"]
+    assert result["transformers_version"] and "prewarm_s" not in result     # the CPU: no pre-warm
+
+
+# ------------------------------------------------------------------------------------ the bytecode cache
+
+def _bytecode_case(tmp_path, monkeypatch, *, flag=True, prefix=None, pyc=False, opt_out=False):
+    pkg = tmp_path / "site" / "transformers"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "modeling_utils.py").write_text("")
+    if pyc:
+        import importlib.util
+
+        cached = Path(importlib.util.cache_from_source(str(pkg / "modeling_utils.py")))
+        cached.parent.mkdir()
+        cached.write_bytes(b"")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setattr(child, "BYTECODE_WITNESSES", (("transformers", "modeling_utils.py"),))
+    monkeypatch.delitem(sys.modules, "transformers", raising=False)
+    import importlib
+    importlib.invalidate_caches()
+    monkeypatch.setattr(sys, "pycache_prefix", prefix)
+    monkeypatch.setattr(sys, "dont_write_bytecode", flag)
+    if opt_out:
+        monkeypatch.setenv("GPU_DOCTOR_PYCACHE", "0")
+    else:
+        monkeypatch.delenv("GPU_DOCTOR_PYCACHE", raising=False)
+    result: dict = {}
+    child.bytecode_cache(str(tmp_path / "cache"), result)
+    return result, sys.pycache_prefix, sys.dont_write_bytecode
+
+
+def test_bytecode_cache_where_writing_is_forbidden_and_transformers_has_none(tmp_path, monkeypatch):
+    result, prefix, dont = _bytecode_case(tmp_path, monkeypatch)
+    assert prefix == str(tmp_path / "cache" / "pycache") and dont is False
+    assert result == {"pycache_prefix": prefix,
+                      "pycache_because": f"no bytecode for {tmp_path / 'site' / 'transformers' / 'modeling_utils.py'}"}
+
+
+@pytest.mark.parametrize("case", [dict(flag=False), dict(prefix="/mine"), dict(pyc=True), dict(opt_out=True)])
+def test_bytecode_left_as_the_user_has_it(tmp_path, monkeypatch, case):
+    result, prefix, dont = _bytecode_case(tmp_path, monkeypatch, **case)
+    assert result == {} and prefix == case.get("prefix") and dont is case.get("flag", True)
