@@ -114,6 +114,9 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "oom.processes": ("list[str]", "'Process N has X memory in use' as 'pid:bytes' (the other processes; the failing one too when the error has no 'this process' part)"),
     "oom.this_process_bytes": ("int", "'Including non-PyTorch memory, this process has X memory in use'"),
     "oom.other_process_bytes": ("int", "memory the other processes named by the error hold (only when the error also says what 'this process' has)"),
+    "oom.reserved_bytes": ("int", "what this process's PyTorch allocator holds: 'X reserved in total by PyTorch', or allocated plus 'reserved by PyTorch but unallocated'"),
+    "oom.outside_torch_bytes": ("int", "capacity minus free minus what this process holds: GPU memory in use outside this process's allocator"),
+    "oom.outside_torch_fraction": ("float", "oom.outside_torch_bytes as a share (0..1) of the GPU's capacity"),
     "oom.fits_without_others": ("bool", "the failed allocation would have fit in what was free plus what other processes hold (at least 256 MiB)"),
     # --- NVIDIA side ---------------------------------------------------------------------------------
     "nvidia.driver_version": ("str", "NVIDIA driver version, e.g. '550.54.15'"),
