@@ -103,6 +103,8 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "gpu.other_process_count": ("int", "compute processes of others on the GPUs (0: the tool listed none)"),
     "gpu.other_process_mem_bytes": ("int", "GPU memory those processes hold, summed over GPUs"),
     "gpu.other_process_mem_fraction": ("float", "largest share (0..1) of one GPU's memory held by other processes"),
+    "gpu.unlisted_mem_bytes": ("int", "GPU memory in use that a pasted nvidia-smi table's process list does not account for (the GPU where it is largest)"),
+    "gpu.unlisted_mem_fraction": ("float", "gpu.unlisted_mem_bytes as a share (0..1) of that GPU's memory"),
     "gpu.mem_used_fraction": ("float", "largest share (0..1) of one GPU's memory in use before the test generation, whoever holds it"),
     "gpu.busy_percent": ("float", "busy % of the busiest GPU before the test generation (lowest of a few samples over about a second)"),
     # --- what an out-of-memory error says about itself (PyTorch's caching allocator message) ---------------------

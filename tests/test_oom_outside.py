@@ -47,3 +47,47 @@ def test_new_layout_needs_the_this_process_part():
                   "15.98 GiB of which 1.40 GiB is free. Of the allocated memory 1.26 GiB is allocated by PyTorch, and "
                   "152.50 MiB is reserved by PyTorch but unallocated.")
     assert "oom.reserved_bytes" in f and "oom.outside_torch_fraction" not in f
+
+
+# --- nvidia-smi's table: memory its own process list does not account for -----------------------------------
+
+from diagnostics.parsers import nvidia_smi  # noqa: E402
+
+_HEAD = """+-----------------------------------------------------------------------------+
+| NVIDIA-SMI 410.48                 Driver Version: 410.48                    |
+|-------------------------------+----------------------+----------------------+
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|===============================+======================+======================|
+|   0  Tesla P100-SXM2...  Off  | 00000000:05:00.0 Off |                    0 |
+| N/A   36C    P0    41W / 300W |  12799MiB / 16280MiB |      0%      Default |
++-------------------------------+----------------------+----------------------+
+
++-----------------------------------------------------------------------------+
+| Processes:                                                       GPU Memory |
+|  GPU       PID   Type   Process name                             Usage      |
+|=============================================================================|
+"""
+_END = "+-----------------------------------------------------------------------------+\n"
+
+
+def test_smi_table_empty_process_list():   # CrossE#2
+    f = nvidia_smi.parse(_HEAD + _END).facts
+    assert f["gpu.unlisted_mem_bytes"] == 12799 * MIB and abs(f["gpu.unlisted_mem_fraction"] - 0.7862) < 1e-3
+    f = nvidia_smi.parse(_HEAD + "|  No running processes found                                                 |\n" + _END).facts
+    assert f["gpu.unlisted_mem_bytes"] == 12799 * MIB
+
+
+def test_smi_table_listed_processes_account_for_it():
+    rows = ("|    0     21467      C   python                                     12700MiB |\n"
+            "|    0   N/A  N/A      1840      G   /usr/lib/xorg/Xorg                    90MiB |\n")
+    f = nvidia_smi.parse(_HEAD + rows + _END).facts
+    assert f["gpu.unlisted_mem_bytes"] == 9 * MIB
+
+
+def test_smi_table_unknown_when_memory_not_shown_or_list_cut():
+    # Windows WDDM prints N/A per process; a paste cut inside the list says nothing about the rest
+    f = nvidia_smi.parse(_HEAD + "|    0     21467    C+G   ...\\app.exe                                    N/A      |\n" + _END).facts
+    assert "gpu.unlisted_mem_bytes" not in f
+    f = nvidia_smi.parse(_HEAD).facts
+    assert "gpu.unlisted_mem_bytes" not in f
