@@ -53,7 +53,7 @@ HELDOUT4_SYMPTOMS = HELDOUT4_DIR / "symptoms.yaml"
 HELDOUT4_FROZEN = "2026-12-02 01:07 UTC"
 # batch 5: collected in session 6 and frozen before any of that session's KB/matcher changes was merged
 HELDOUT5_DIR = HELDOUT_DIR / "batch5"
-HELDOUT5_FROZEN = "2026-12-02 (session 6)"
+HELDOUT5_FROZEN = "2026-12-02 07:14 UTC"
 # the held-out batches, each reported on its own (newest first) before all of them combined: number -> (folder, frozen)
 HELDOUT_BATCHES = {
     4: (HELDOUT4_DIR, HELDOUT4_FROZEN),

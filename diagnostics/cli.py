@@ -343,7 +343,9 @@ def cmd_match(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m diagnostics",
+    # the console script says its own name (`gpu-doctor`); `python -m diagnostics` keeps saying that
+    invoked = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    p = argparse.ArgumentParser(prog="gpu-doctor" if invoked == "gpu-doctor" else "python -m diagnostics",
                                 description=_h("cli.diagnose_broken_rocm_cuda_pytorch_setups"))
     p.add_argument("--lang", dest="top_lang", choices=["en", "zh"], help=_h("cli.language_of_the_report_default_from_the"))
     sub = p.add_subparsers(dest="command", metavar="COMMAND")

@@ -35,7 +35,9 @@ MAX_AGE_DAYS = 183  # six months
 #     https://rocm.docs.amd.com/en/latest/about/transition-guide-TheRock.html; docs-10.0.0 pages "ROCm Core SDK
 #     10.0.0"); TheRock's release/therock-10.0 branch carries version.json 10.0.0.
 #   transformers 5.x: the newest major on PyPI.
-CURRENT_VERSIONS: dict[str, str] = {"rocm": "10.0", "torch": "2.15", "transformers": "5.0"}
+# ROCm Core SDK 10.1.0: released 2026-10-05 (https://github.com/ROCm/TheRock/releases, release notes at
+# https://rocm.docs.amd.com/en/docs-10.1.0/about/release-notes.html); torch 2.15 on PyPI (docs/KB_AUDIT.md, part 7)
+CURRENT_VERSIONS: dict[str, str] = {"rocm": "10.1", "torch": "2.15", "transformers": "5.0"}
 
 CAVEAT_RE = re.compile(r"^\s*(?:>\s*)?\*\*(?:Caution|注意)(?::|：)\*\*", re.M)
 CAVEAT_RE_EN = re.compile(r"^\s*(?:>\s*)?\*\*Caution:\*\*", re.M)
@@ -104,11 +106,9 @@ def current_versions(kb_dir: str | None = None) -> dict[str, str]:
     (helper "matrix": ``diagnostics/support.py``, ``kb/support/gpu-matrix.yaml``) -- the newest torch release and the
     newest ROCm and CUDA wheel folders it lists.  The table is a floor: a matrix that has no row yet for a newer
     release never makes an older one "current"."""
+    from . import support
+
     out = dict(CURRENT_VERSIONS)
-    try:
-        from . import support  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001 - no matrix module on this branch: the documented table
-        return out
     try:
         from .kb import parse_version
 

@@ -97,6 +97,9 @@ def render_verdict(report: dict[str, Any], lang: str = "en") -> str:
         roots = report.get("root_causes") or []
         causes = "; ".join(f"{titles.get(r) or r} ({r})" for r in roots) or "-"
         return t("report.verdict_problems", lang, causes=causes)
+    if v == "healthy" and not report.get("probes"):
+        # text alone (match --log / --describe): no check ran, so "every check passed" would claim too much
+        return t("report.verdict_text_possible" if report.get("possible") else "report.verdict_text_nothing", lang)
     return t(f"report.verdict_{v}", lang)
 
 

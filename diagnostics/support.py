@@ -30,9 +30,10 @@ VER_RE = re.compile(r"^[0-9]+(\.[0-9]+){1,2}$")
 AMD_KEYS = {"gfx": True, "family": True, "names": True, "official": True, "official_since": False,
             "native_bf16": True, "override": True, "legacy": False, "source": True}
 NV_KEYS = {"cc": True, "family": True, "names": True, "native_bf16": True, "source": True}
-FOLDER_KEYS = {"folder": True, "stack": True, "version": True, "torch": True}
+FOLDER_KEYS = {"folder": True, "stack": True, "version": True, "torch": True, "index": False, "device_extras": False}
+PYPI_INDEX = "https://pypi.org/simple"
 WHEEL_KEYS = {"torch": True, "torchvision": True, "torchaudio": True, "archs": False, "libs_missing": False,
-              "source": True}
+              "python": False, "source": True}
 DRIVER_KEYS = {"cuda": True, "driver": True, "source": True}
 TOP_KEYS = {"checked": True, "sources": True, "amd": True, "nvidia": True, "wheels": True, "cuda_min_driver": True}
 
@@ -50,6 +51,15 @@ class Wheel:
     # targets the arch list names but the libraries bundled in the wheel do not serve (rocBLAS without Tensile
     # kernels for them): never recommended for those targets
     libs_missing: list[str] = field(default_factory=list)
+    # the index that serves this folder's wheels when it is not download.pytorch.org/whl/<folder>: PyPI (whose Linux
+    # torch is one CUDA build, e.g. 2.15.0+cu132) or AMD's own index (TheRock's multi-arch wheels)
+    index: str | None = None
+    # AMD's multi-arch index: the GPU code comes from a `[device-gfxNNNN]` extra of torch and torchvision
+    # (amd-torch-device-gfxNNNN packages), and the versions carry the folder as their local tag (2.12.0+rocm7.14.0)
+    device_extras: bool = False
+    # the oldest Python the release has wheels for, where established (torch 2.15.0: 3.11, no cp310 wheel): a
+    # machine whose Python is older is never computed this wheel
+    python_min: str | None = None
 
     def runs(self, target: str) -> bool:
         """The wheel's code and bundled libraries carry *target* (natively or, NVIDIA, through PTX)."""
@@ -57,7 +67,16 @@ class Wheel:
 
     @property
     def index_url(self) -> str:
-        return INDEX_BASE + self.folder
+        return self.index or (INDEX_BASE + self.folder)
+
+    @property
+    def index_kind(self) -> str:
+        """'pytorch' (download.pytorch.org/whl/<folder>), 'pypi' or 'amd' (AMD's device-extras index)."""
+        if self.device_extras:
+            return "amd"
+        if self.index and self.index.rstrip("/") == PYPI_INDEX:
+            return "pypi"
+        return "pytorch" if not self.index else "other"
 
 
 @dataclass
@@ -260,6 +279,26 @@ def parse_matrix(text: str, path: str) -> Matrix:
                 m.errors.append(ctx.err(f["folder"], f"duplicate folder {folder!r}"))
                 continue
             folders.add(folder)
+            index = None
+            if "index" in f:
+                index = _scalar(f["index"])
+                if not (isinstance(index, str) and re.match(r"^https://\S+$", index)):
+                    m.errors.append(ctx.err(f["index"], "index must be an https URL (a PEP 503 simple index)"))
+                    index = None
+                elif index.startswith(INDEX_BASE):
+                    m.errors.append(ctx.err(f["index"], "index names download.pytorch.org, which is the default: leave "
+                                                        "it out"))
+                    index = None
+            extras = False
+            if "device_extras" in f:
+                extras = _scalar(f["device_extras"])
+                if not isinstance(extras, bool):
+                    m.errors.append(ctx.err(f["device_extras"], "device_extras must be true or false"))
+                    extras = False
+                elif extras and (stack != "rocm" or not index):
+                    m.errors.append(ctx.err(f["device_extras"], "device_extras is for a ROCm folder with its own index "
+                                                                "(AMD's multi-arch index)"))
+                    extras = False
             for w in _seq(ctx, f["torch"], "torch", m.errors):
                 wf = _keys(ctx, w, WHEEL_KEYS, "a wheel", m.errors)
                 if not {"torch", "torchvision", "torchaudio", "source"} <= set(wf):
@@ -290,6 +329,13 @@ def parse_matrix(text: str, path: str) -> Matrix:
                         m.errors.append(ctx.err(wf["libs_missing"], "libs_missing must be a non-empty list of targets "
                                                                     "from the wheel's archs"))
                         missing = []
+                pymin = None
+                if "python" in wf:
+                    pymin = _scalar(wf["python"])
+                    if not (isinstance(pymin, str) and re.match(r"^3\.[0-9]+$", pymin)):
+                        m.errors.append(ctx.err(wf["python"], "python must be the oldest supported Python as a quoted "
+                                                              "version like '3.11'"))
+                        pymin = None
                 src = _plain(wf["source"])
                 if not (isinstance(src, list) and src):
                     m.errors.append(ctx.err(wf["source"], "source must be a non-empty list of source names"))
@@ -298,7 +344,8 @@ def parse_matrix(text: str, path: str) -> Matrix:
                     if s not in m.sources:
                         m.errors.append(ctx.err(wf["source"].value[i], f"unknown source {s!r} (define it under sources:)"))
                 m.wheels.append(Wheel(folder, stack, ver, vals["torch"], vals["torchvision"], vals["torchaudio"],
-                                      archs, [str(s) for s in src], [str(a) for a in missing]))
+                                      archs, [str(s) for s in src], [str(a) for a in missing], index, bool(extras),
+                                      pymin))
     node = top.get("cuda_min_driver")
     if node is not None:
         for item in _seq(ctx, node, "cuda_min_driver", m.errors):
@@ -437,7 +484,9 @@ def torch_archs(facts: dict[str, Any], matrix: Matrix) -> tuple[list[str] | None
     ver = facts.get("torch.version")
     if ver:
         w = matrix.wheel_for(ver)
-        if w is not None and w.archs is not None:
+        # a device-extras build (AMD's multi-arch index) carries the code of whichever `[device-gfx...]` extras were
+        # installed, not the row's list (which only says which extras the source shows): no arch list from it
+        if w is not None and w.archs is not None and not w.device_extras:
             return list(w.archs), "matrix"
     return None, ""
 
@@ -538,6 +587,16 @@ class Install:
 
     def command(self) -> str:
         w = self.wheel
+        if w.device_extras:
+            # AMD's multi-arch index: one `device-gfxNNNN` extra per GPU target on torch and torchvision, versions
+            # pinned with the folder's local tag as AMD's install page writes them
+            # (with an override in force the runtime loads the sibling's code, so that is the device package to get)
+            want = [self.check_target] if self.override else (self.targets or [self.check_target])
+            ex = ",".join(f"device-{t}" for t in dict.fromkeys(want))
+            loc = "+" + w.folder
+            return (f'pip uninstall -y torch torchvision torchaudio && pip install "torch[{ex}]=={w.torch}{loc}" '
+                    f'"torchvision[{ex}]=={w.torchvision}{loc}" "torchaudio=={w.torchaudio}{loc}" '
+                    f"--index-url {w.index_url}")
         return (f"pip uninstall -y torch torchvision torchaudio && pip install torch=={w.torch} "
                 f"torchvision=={w.torchvision} torchaudio=={w.torchaudio} --index-url {w.index_url}")
 
@@ -583,7 +642,9 @@ def _recommend_install(facts: dict[str, Any], matrix: Matrix | None = None) -> I
     m = matrix or get_matrix()
     amd, _ = amd_targets(facts, m)
     nv = [] if amd else nvidia_targets(facts, m)
-    safe = [w for w in m.wheels if w.archs and _tv(w.torch)[:2] >= MIN_SAFE_TORCH]
+    py = parse_version(str(facts.get("python.version") or ""))
+    safe = [w for w in m.wheels if w.archs and _tv(w.torch)[:2] >= MIN_SAFE_TORCH
+            and not (py and w.python_min and py[:2] < _tv(w.python_min)[:2])]
     if amd:
         cands = [w for w in safe if w.stack == "rocm"]
         native = [w for w in cands if all(w.runs(t) for t in amd)]
@@ -628,7 +689,8 @@ GENERIC = {
         "torch_index_url": "the PyTorch index for your ROCm or CUDA version (https://download.pytorch.org/whl/<folder>, see https://pytorch.org/get-started/locally/)",
         "gfx": "your GPU's gfx target (`rocminfo | grep -m1 -o 'gfx[0-9a-f]*'`)",
         "override": "the value of your GPU's family (RDNA2: 10.3.0, RDNA3: 11.0.0; none for a target the wheel carries)",
-        "rocm_version": "your ROCm version (`cat /opt/rocm/.info/version`)",
+        "rocm_version": ("your ROCm version (`cat /opt/rocm/.info/version`; ROCm 10 packages: "
+                         "`cat /opt/rocm/core/.info/version`)"),
         "cuda_version": "the CUDA version your driver supports (top right of `nvidia-smi`)",
     },
     "zh": {
@@ -639,7 +701,7 @@ GENERIC = {
         "torch_index_url": "与你的 ROCm 或 CUDA 版本对应的 PyTorch 索引（https://download.pytorch.org/whl/<目录>，见 https://pytorch.org/get-started/locally/）",
         "gfx": "你 GPU 的 gfx 目标架构（`rocminfo | grep -m1 -o 'gfx[0-9a-f]*'`）",
         "override": "与你 GPU 同一家族的值（RDNA2：10.3.0，RDNA3：11.0.0；wheel 已包含的目标无需设置）",
-        "rocm_version": "你的 ROCm 版本（`cat /opt/rocm/.info/version`）",
+        "rocm_version": "你的 ROCm 版本（`cat /opt/rocm/.info/version`；ROCm 10 的软件包：`cat /opt/rocm/core/.info/version`）",
         "cuda_version": "你的驱动支持的 CUDA 版本（`nvidia-smi` 右上角）",
     },
 }
@@ -682,7 +744,9 @@ def placeholder_values(facts: dict[str, Any], matrix: Matrix | None = None) -> d
     if facts.get("nvidia.cuda_version"):
         vals["cuda_version"] = str(facts["nvidia.cuda_version"])
     if inst is not None:
-        vals["torch_index_url"] = inst.wheel.index_url
+        # AMD's device-extras index installs no GPU code for a plain `torch torchvision`, the form the entries that
+        # use {torch_index_url} write (e.g. a web UI's TORCH_COMMAND): those keep the generic wording
+        vals["torch_index_url"] = None if inst.wheel.device_extras else inst.wheel.index_url
         cmd = f"`{inst.command()}`"
         check = f"`{VERIFY_CMD}` must then list `{inst.check_target}`"
         if inst.override:

@@ -315,6 +315,7 @@ MAX_WORD = 64      # a longer ASCII run is a hash, a path or filler, not a word 
 _MARK = "\ue000"   # a private-use character stands for a synonym found in the text, by its index
 _TOKEN = re.compile(r"\ue000\d+|[a-z0-9_]+|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_SIZE = re.compile(r"\d+(?:\.\d+)?(?:[kmgt]i?b?|[kmgt]?bytes?)$")   # 4g, 16gb, 512mib, 2.5gb
 
 
 def _fold(text: str) -> str:
@@ -366,7 +367,9 @@ class Tokenizer:
                     # a pair with a function character (的, 了, 都, ...) spans two words or is grammar: noise
                     out.extend((w[i:i + 2], w[i:i + 2]) for i in range(len(w) - 1)
                                if w[i] not in fc and w[i + 1] not in fc)
-            elif w not in _STOP and 1 < len(w) <= MAX_WORD and not w.isdigit():   # numbers are versions and sizes
+            elif w not in _STOP and 1 < len(w) <= MAX_WORD and not w.isdigit() and not _SIZE.match(w):
+                # numbers are versions and sizes ("4g", "16gb", "24gib": the size of a card says nothing about the
+                # cause; the few sizes that do - an APU's 512M carve-out - are synonyms, read before this)
                 out.append((_STEM.stemWord(_BRIT_WORDS.get(w) or _BRIT.sub(r"\1z\2", w)), w))
                 if 0 < w.strip("_").count("_") <= 3:   # (a long snake_case run is a path or a build tag, not a name)
                     # an identifier (TensileLibrary_lazy_gfx1031, hipErrorNoBinaryForGpu_x): its parts count too

@@ -44,11 +44,23 @@ def test_install_command_points_to_a_wheel_that_carries_the_target(target):
     assert inst is not None and inst.override is None
     assert inst.wheel.archs and support.arch_runs(target, inst.wheel.archs) and inst.wheel.runs(target)
     cmd = inst.command()
-    m = re.search(r"pip install torch==(\S+) torchvision==(\S+) torchaudio==(\S+) --index-url "
-                  r"https://download\.pytorch\.org/whl/(\S+)$", cmd)
-    assert m and cmd.startswith("pip uninstall -y torch torchvision torchaudio && ")
-    listed = [w for w in M.wheels if w.folder == m.group(4) and w.torch == m.group(1)]
-    assert listed and listed[0].torchvision == m.group(2) and listed[0].torchaudio == m.group(3)
+    assert cmd.startswith("pip uninstall -y torch torchvision torchaudio && ")
+    w = inst.wheel
+    if w.device_extras:
+        # AMD's multi-arch index: the GPU's device extra on torch and torchvision, versions with the folder's tag
+        m = re.search(r'pip install "torch\[device-(\S+)\]==(\S+)\+(\S+)" "torchvision\[device-\1\]==(\S+)\+\3" '
+                      r'"torchaudio==(\S+)\+\3" --index-url (\S+)$', cmd)
+        assert m and m.group(1) == target and m.group(6) == w.index_url, cmd
+        got = (m.group(3), m.group(2), m.group(4), m.group(5))
+    else:
+        m = re.search(r"pip install torch==(\S+) torchvision==(\S+) torchaudio==(\S+) --index-url (\S+)$", cmd)
+        assert m, cmd
+        url = m.group(4)
+        folder = url[len(support.INDEX_BASE):] if url.startswith(support.INDEX_BASE) else w.folder
+        assert url == w.index_url and (url.startswith(support.INDEX_BASE) or w.index_kind == "pypi"), cmd
+        got = (folder, m.group(1), m.group(2), m.group(3))
+    listed = [x for x in M.wheels if x.folder == got[0] and x.torch == got[1]]
+    assert listed and listed[0].torchvision == got[2] and listed[0].torchaudio == got[3]
     assert "--extra-index-url" not in cmd
 
 
@@ -72,7 +84,8 @@ def test_torchaudio_of_torch_2_12_and_newer_is_2_11():
     # torchaudio's last release is 2.11, declared for torch 2.11 and every later release (pytorch/audio#4212);
     # a trio naming torchaudio==2.12.0 or 2.13.0 cannot be installed
     late = [w for w in M.wheels if tuple(int(x) for x in w.torch.split(".")[:2]) >= (2, 11)]
-    assert late and all(w.torchaudio == "2.11.0" for w in late), [(w.folder, w.torch, w.torchaudio) for w in late]
+    # (2.11.1 with torch 2.15.0 on PyPI, measured in audit part 7: the py3-none stable-ABI build runs under 2.15)
+    assert late and all(w.torchaudio in ("2.11.0", "2.11.1") for w in late), [(w.folder, w.torch, w.torchaudio) for w in late]
     cmd = support.recommend_install({"gpu.gfx_targets": ["gfx1201"]}, M).command()
     assert "torchaudio==2.11.0" in cmd and "torch==2.14.0" in cmd
 
@@ -382,7 +395,8 @@ def test_lint_current_versions_are_not_lowered_by_the_matrix():
     newest_torch = max(tuple(int(x) for x in w.torch.split(".")[:2]) for w in M.wheels)
     assert tuple(int(x) for x in cur["torch"].split(".")) >= max(newest_torch, (2, 15))
     assert tuple(int(x) for x in cur["rocm"].split(".")) >= (10, 0)
-    assert cur["cuda"] == "13.0"  # the newest CUDA folder with established wheels; no CUDA entry in the table
+    # the newest CUDA folder with established wheels (PyPI's torch 2.15.0+cu132, audit part 7); no CUDA entry in the table
+    assert cur["cuda"] == "13.2"
 
 
 def test_a_pasted_override_is_read_like_the_env_probes():
@@ -403,3 +417,83 @@ def test_a_pasted_override_is_read_like_the_env_probes():
             'env="map[HSA_OVERRIDE_GFX_VERSION:10.3.0 OLLAMA_DEBUG:false]"\n')
     facts = diagnose_text(logs=[("ollama.log", line)])["facts"]
     assert facts["hsa_override.gfx"] == "gfx1030" and facts["hsa_override.valid"] is True
+
+
+# ---------------------------------------------------------------------------------------------- index kinds (part 7)
+
+def test_pypi_row_of_torch_2_15_is_the_measured_cu132_build():
+    """Audit part 7: PyPI's torch 2.15.0 is the +cu132 build (sm_75 ... sm_120, no PTX), its companions torchvision
+    0.29.2 and torchaudio 2.11.1 from PyPI; the command names PyPI's index, never download.pytorch.org/whl/cu132 (whose
+    2.15 contents were not read)."""
+    rows = [w for w in M.wheels if w.torch == "2.15.0"]
+    assert [(w.folder, w.index_kind, w.torchvision, w.torchaudio) for w in rows] == [("cu132", "pypi", "0.29.2", "2.11.1")]
+    assert rows[0].archs == ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
+    assert M.wheel_for("2.15.0+cu132") is rows[0]
+    inst = support.recommend_install({"nvidia.compute_caps": ["sm_120"]}, M)
+    assert inst.command().endswith("torch==2.15.0 torchvision==0.29.2 torchaudio==2.11.1 --index-url https://pypi.org/simple")
+    # a driver that reports CUDA 13.0 keeps the cu130 build
+    inst = support.recommend_install({"nvidia.compute_caps": ["sm_120"], "nvidia.cuda_version": "13.0"}, M)
+    assert (inst.wheel.folder, inst.wheel.torch) == ("cu130", "2.14.1")
+
+
+def test_amd_index_rows_name_the_device_extra_and_never_fill_the_plain_index():
+    """AMD's multi-arch index (TheRock): the GPU code comes from `torch[device-gfxNNNN]`; a plain `pip install torch
+    --index-url <that index>` installs none, so {torch_index_url} keeps its generic wording for such an install."""
+    facts = {"gpu.gfx_targets": ["gfx1152"]}
+    inst = support.recommend_install(facts, M)
+    assert inst.wheel.device_extras and inst.override is None  # native, not the 11.0.0 override of rocm7.2 2.14
+    assert '"torch[device-gfx1152]==2.12.0+rocm7.14.0"' in inst.command()
+    assert '"torchvision[device-gfx1152]==0.27.0+rocm7.14.0"' in inst.command()
+    vals = support.report_values(facts, M)
+    assert vals["torch_index_url"] is None
+    assert "repo.amd.com" in support.fill("{torch_install}", vals) and "repo.amd.com" in support.fill("{torch_install}", vals, "zh")
+    assert "repo.amd.com" not in support.fill("{torch_index_url}", vals)
+
+
+def test_device_extras_with_an_override_fetch_the_siblings_code():
+    text = """checked: '2026-12-02'
+sources: {s: https://example.org/x}
+amd:
+  - {gfx: gfx1100, family: RDNA3, names: [A], official: true, official_since: '6.0', native_bf16: true, override: null, source: [s]}
+  - {gfx: gfx1101, family: RDNA3, names: [B], official: false, native_bf16: true, override: '11.0.0', source: [s]}
+nvidia: []
+wheels:
+  - folder: rocm7.14.0
+    stack: rocm
+    version: '7.14.0'
+    index: https://repo.amd.com/rocm/whl-multi-arch/
+    device_extras: true
+    torch:
+      - {torch: 2.12.0, torchvision: 0.27.0, torchaudio: 2.11.0, archs: [gfx1100], source: [s]}
+cuda_min_driver: []
+"""
+    m = support.parse_matrix(text, "m.yaml")
+    assert m.errors == []
+    inst = support.recommend_install({"gpu.gfx_targets": ["gfx1101"]}, m)
+    assert inst.override == "11.0.0" and '"torch[device-gfx1100]==2.12.0+rocm7.14.0"' in inst.command()
+    for bad, msg in (("index: https://repo.amd.com/rocm/whl-multi-arch/", "index: ftp://x"),
+                     ("index: https://repo.amd.com/rocm/whl-multi-arch/", "index: https://download.pytorch.org/whl/rocm7.14.0"),
+                     ("device_extras: true", "device_extras: maybe")):
+        errs = support.parse_matrix(text.replace(bad, msg), "m.yaml").errors
+        assert errs and any("index" in e.message or "device_extras" in e.message for e in errs), (msg, errs)
+    no_index = text.replace("    index: https://repo.amd.com/rocm/whl-multi-arch/\n", "")
+    assert any("device_extras" in e.message for e in support.parse_matrix(no_index, "m.yaml").errors)
+
+
+def test_a_python_older_than_the_wheels_gets_an_older_release():
+    """torch 2.15.0 has no cp310 wheel (audit part 7): a machine on Python 3.10 (A1111's) must not be computed it."""
+    inst = support.recommend_install({"nvidia.compute_caps": ["sm_89"], "python.version": "3.10.12"}, M)
+    assert inst is not None and inst.wheel.torch != "2.15.0"
+    inst = support.recommend_install({"nvidia.compute_caps": ["sm_89"], "python.version": "3.12.3"}, M)
+    assert inst is not None and inst.wheel.torch == "2.15.0"
+    bad = (ROOT / "kb/support/gpu-matrix.yaml").read_text(encoding="utf-8").replace("python: '3.11'", "python: 3.11", 1)
+    assert any("python" in e.message for e in support.parse_matrix(bad, "m.yaml").errors)
+
+
+def test_an_installed_amd_multi_arch_torch_is_not_judged_by_the_rows_target_list():
+    """A TheRock torch (2.12.0+rocm7.14.0) carries the code of the device extras that were installed; the row lists
+    only the extras its source shows, so a gfx1030 machine with that torch must not be told its build lacks gfx1030."""
+    facts = {"torch.version": "2.12.0+rocm7.14.0", "torch.build": "rocm", "gpu.gfx_targets": ["gfx1030"]}
+    d = support.derive_support(facts, M)
+    assert "torch.arch_supported" not in d and "torch.unsupported_archs" not in d
+    assert support.torch_archs(facts, M) == (None, "")

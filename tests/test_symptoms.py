@@ -115,6 +115,33 @@ def test_spelling_and_synonyms_fold_to_one_token():
     assert words("devices detected") == {"devic", "detect"}       # English stems
 
 
+def test_round6_normalisations():
+    """Sizes say nothing about the cause (a card's 4G is not 'above 4G decoding'); an APU's own name is the
+    integrated GPU; the shared GPU memory of an APU is not /dev/shm; a held-back 'VRAM is free' is not 'in use'."""
+    tok = symptoms.retriever_for().tokenizer
+    words = lambda text: {t for t, _ in tok(text)}
+    assert words("4g 16gb 24GiB") == set() and "tinyvram" in words("only 512MB")
+    assert "above4g" in words("enable Above 4G Decoding") and "above4g" not in words("我的4G显存")
+    assert "igpu" in words("Radeon 780M") and "igpu" in words("Strix Halo") and "igpu" in words("Ryzen 5 5600G")
+    assert "sharedvram" in words("16G of shared GPU memory") and "shm" not in words("16G of shared GPU memory")
+    assert "shm" in words("/dev/shm is too small")
+    assert "vramfree" in words("显存基本没占用，但是运行依旧爆显存") and "util" not in words("显存基本没占用")
+    assert "polaris" in words("RX 570 on Fedora") and "gpusflag" in words("docker run --gpus all -it")
+    assert "oom" in words("jcuda.CudaException: CUDA_ERROR_OUT_OF_MEMORY") and "oom" in words("why out memory?")
+
+
+@pytest.mark.parametrize("text,expected", [
+    # what people write when the memory belongs to someone else (an entry with a log signature and probe facts:
+    # describable, unlike the doctor's own measurements)
+    ("nvidia-smi shows memory used but no process, and my job runs out of memory", "gpu-vram-held-by-other-process"),
+    ("进程kill了之后显存还是被占着，nvidia-smi看不到进程", "gpu-vram-held-by-other-process"),
+    ("Radeon 780M only has 512MB of VRAM and torch runs out of memory", "apu-vram-carveout-too-small"),
+    ("这个模型需要多少显存才能跑？16G跑不动", "model-too-large-for-vram"),
+])
+def test_round6_discriminating_words_rank_first(text, expected):
+    assert match_symptoms(text)[0]["id"] == expected, match_symptoms(text)[:3]
+
+
 MEASURED_ONLY = ("gen.", "monitor.")
 
 

@@ -174,17 +174,17 @@ def _share(rep: dict) -> None:
         mask = st.session_state.get("mask_identity", False)
         clean = redact_report(rep, mask_identity=mask)
         c2.download_button(T("ui.diagnose.download_md"), icon=":material/download:", data=lambda: render_markdown(clean),
-                           file_name=f"gpu-doctor-{stamp}.md", mime="text/markdown", key="dl_md")
+                           file_name=f"gpu-doctor-{stamp}.md", mime="text/markdown", on_click="ignore", key="dl_md")
         c3.download_button(T("ui.diagnose.download_json"), icon=":material/download:",
                            data=lambda: json.dumps(clean, indent=2, ensure_ascii=False),
-                           file_name=f"gpu-doctor-{stamp}.json", mime="application/json", key="dl_json")
+                           file_name=f"gpu-doctor-{stamp}.json", mime="application/json", on_click="ignore", key="dl_json")
         with c4:
             store = common.store() if saved else None
             if saved and store is not None:
                 st.download_button(T("ui.diagnose.bundle"), icon=":material/package_2:",
                                    data=lambda: store.export_bundle(saved, mask_identity=mask),
                                    file_name=f"gpu-doctor-session-{saved[:8]}.json", mime="application/json",
-                                   key="dl_bundle",
+                                   on_click="ignore", key="dl_bundle",
                                    help=T("ui.diagnose.bundle_help"))
             else:
                 st.caption(T("ui.diagnose.save_for_link"))

@@ -22,4 +22,4 @@ def copy_as_issue(rep: dict[str, Any], mask_identity: bool = False, key: str = "
         st.code(body, language="markdown", wrap_lines=True, height=320)
         stamp = str(rep.get("session_id") or "report")[:8]
         st.download_button(T("ui.issue.download"), data=lambda: body, file_name=f"gpu-doctor-issue-{stamp}.md",
-                           mime="text/markdown", icon=":material/download:", key=f"{key}_dl")
+                           mime="text/markdown", icon=":material/download:", on_click="ignore", key=f"{key}_dl")

@@ -89,7 +89,7 @@ def show_entry(eid: str) -> None:
     if c1.button(T("ui.kb.edit_copy"), icon=":material/edit_note:", key="edit"):
         _edit(src)
     c2.download_button(T("ui.kb.download_yaml"), icon=":material/download:", data=lambda: src, file_name=f"{e.id}.yaml", mime="application/x-yaml",
-                       key="download")
+                       on_click="ignore", key="download")
 
 
 def list_entries() -> None:

@@ -188,6 +188,6 @@ with right:
             blocked.append(T("ui.kb_editor.blocked_cases", count=failing))
     st.download_button(T("ui.kb.download_yaml"), icon=":material/download:", data=lambda: (text or "").encode("utf-8"),
                        file_name=f"{contrib.guess_id(text or '')}.yaml", mime="application/x-yaml",
-                       disabled=bool(blocked), key="download_yaml", help=T("ui.kb_editor.how_to_submit"))
+                       disabled=bool(blocked), on_click="ignore", key="download_yaml", help=T("ui.kb_editor.how_to_submit"))
     if blocked:
         st.caption(T("ui.kb_editor.download_blocked", reasons="; ".join(blocked)))

@@ -148,11 +148,11 @@ def _exports(sid: str) -> None:
     mask = st.checkbox(T("ui.sessions.mask_identity"), key="export_mask")
     c1, c2, c3 = st.columns(3)
     c1.download_button(T("ui.sessions.bundle"), icon=":material/package_2:", data=lambda: store.export_bundle(sid, mask_identity=mask),
-                       file_name=f"gpu-doctor-session-{sid[:8]}.json", mime="application/json", key="exp_bundle")
+                       file_name=f"gpu-doctor-session-{sid[:8]}.json", mime="application/json", on_click="ignore", key="exp_bundle")
     c2.download_button(T("ui.sessions.markdown_report"), icon=":material/download:", data=lambda: store.export_markdown(sid, mask_identity=mask),
-                       file_name=f"gpu-doctor-{sid[:8]}.md", mime="text/markdown", key="exp_md")
+                       file_name=f"gpu-doctor-{sid[:8]}.md", mime="text/markdown", on_click="ignore", key="exp_md")
     c3.download_button(T("ui.sessions.html_report"), icon=":material/download:", data=lambda: store.export_html(sid, mask_identity=mask),
-                       file_name=f"gpu-doctor-{sid[:8]}.html", mime="text/html", key="exp_html")
+                       file_name=f"gpu-doctor-{sid[:8]}.html", mime="text/html", on_click="ignore", key="exp_html")
     st.caption(T("ui.sessions.secrets_removed"))
     from ui.issue import copy_as_issue
 
