@@ -103,6 +103,8 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "gpu.other_process_count": ("int", "compute processes of others on the GPUs (0: the tool listed none)"),
     "gpu.other_process_mem_bytes": ("int", "GPU memory those processes hold, summed over GPUs"),
     "gpu.other_process_mem_fraction": ("float", "largest share (0..1) of one GPU's memory held by other processes"),
+    "gpu.unlisted_mem_bytes": ("int", "GPU memory in use that a pasted nvidia-smi table's process list does not account for (the GPU where it is largest)"),
+    "gpu.unlisted_mem_fraction": ("float", "gpu.unlisted_mem_bytes as a share (0..1) of that GPU's memory"),
     "gpu.mem_used_fraction": ("float", "largest share (0..1) of one GPU's memory in use before the test generation, whoever holds it"),
     "gpu.busy_percent": ("float", "busy % of the busiest GPU before the test generation (lowest of a few samples over about a second)"),
     # --- what an out-of-memory error says about itself (PyTorch's caching allocator message) ---------------------
@@ -114,6 +116,9 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "oom.processes": ("list[str]", "'Process N has X memory in use' as 'pid:bytes' (the other processes; the failing one too when the error has no 'this process' part)"),
     "oom.this_process_bytes": ("int", "'Including non-PyTorch memory, this process has X memory in use'"),
     "oom.other_process_bytes": ("int", "memory the other processes named by the error hold (only when the error also says what 'this process' has)"),
+    "oom.reserved_bytes": ("int", "what this process's PyTorch allocator holds: 'X reserved in total by PyTorch', or allocated plus 'reserved by PyTorch but unallocated'"),
+    "oom.outside_torch_bytes": ("int", "capacity minus free minus what this process holds: GPU memory in use outside this process's allocator"),
+    "oom.outside_torch_fraction": ("float", "oom.outside_torch_bytes as a share (0..1) of the GPU's capacity"),
     "oom.fits_without_others": ("bool", "the failed allocation would have fit in what was free plus what other processes hold (at least 256 MiB)"),
     # --- NVIDIA side ---------------------------------------------------------------------------------
     "nvidia.driver_version": ("str", "NVIDIA driver version, e.g. '550.54.15'"),

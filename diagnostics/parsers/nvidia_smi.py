@@ -30,6 +30,11 @@ _ROW = re.compile(
     r"^\|\s+(\d+)\s+(.+?)\s+(On|Off|WDDM|TCC|N/A)\s*\|\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)"
 )
 _MEM = re.compile(r"\|\s*(\d+)Mi?B\s*/\s*(\d+)Mi?B\s*\|")  # drivers before 331 print "MB" (meaning MiB)
+# a row of the table's process list: GPU, (GI and CI ids since the MIG-era drivers), PID, type, name, memory
+#   "|    0   N/A  N/A      1234      C   python                          10240MiB |"
+#   "|    0      1234      C   python                                       1234MiB |"   (older drivers)
+_PROC_ROW = re.compile(r"^\|\s+(\d{1,2})\s+(?:\S{1,6}\s+\S{1,6}\s+)?(\d{1,10})\s+(?:C|G|M|C\+G|M\+C)\s+\S.{0,200}?\s"
+                       r"(\d{1,9}Mi?B|N/A)\s*\|\s*$")
 _Q_KV = re.compile(r"^(\s*)([A-Za-z][A-Za-z0-9 ./()_-]*?)\s*:\s*(.*)$")
 _L_LINE = re.compile(r"^GPU (\d+): (.+?) \(UUID: (GPU-[0-9A-Fa-f-]+)?")
 _MIB_VALUE = re.compile(r"^(\d+)(?:\s*MiB)?$")
@@ -100,6 +105,23 @@ def _set_memory(facts: dict, totals: list[int], used: list[int | None], free: li
         facts["gpu.vram_free_bytes"] = max(totals[i] - used[i], 0) * MIB
 
 
+def _set_unlisted(facts: dict, mems: list[tuple[int, int]], procs: list[tuple[int, int | None]]) -> None:
+    """gpu.unlisted_mem_*: memory in use on a GPU that the table's own process list does not account for (a process
+    in another container or pid namespace, or memory a dead process never gave back); the GPU where that is largest.
+    Unknown when a listed process's memory is not shown (N/A, as under Windows WDDM) or a row names no GPU seen."""
+    listed = [0] * len(mems)
+    for gpu, mib in procs:
+        if mib is None or gpu >= len(mems):
+            return
+        listed[gpu] += mib
+    best = max(range(len(mems)), key=lambda i: mems[i][1] - listed[i])
+    total, used = mems[best]
+    unlisted = max(0, used - listed[best])
+    if total > 0:
+        facts["gpu.unlisted_mem_bytes"] = unlisted * MIB
+        facts["gpu.unlisted_mem_fraction"] = round(unlisted / total, 4)
+
+
 def _parse_into(text: str, res: ParseResult) -> None:
     if not text or not text.strip():
         res.notes.append("empty input")
@@ -147,6 +169,8 @@ def _parse_table(lines: list[str], res: ParseResult) -> None:
     names: list[str] = []
     mems: list[tuple[int, int] | None] = []  # (total MiB, used MiB) per GPU row
     in_processes = False
+    proc_rows: list[tuple[int, int | None]] | None = None   # (GPU index, MiB or None) once the list's header is passed
+    proc_done = False
     pending_mem = 0
     truncated_names = False
     for ln in lines:
@@ -162,6 +186,15 @@ def _parse_table(lines: list[str], res: ParseResult) -> None:
         if "rocesses:" in s and s.startswith("|"):  # "| Processes:" / "| Compute processes:"
             in_processes = True
         if in_processes:
+            if s.startswith("|="):
+                proc_rows = []
+            elif proc_rows is not None:
+                m = _PROC_ROW.match(s)
+                if m:
+                    mem = m.group(3)
+                    proc_rows.append((int(m.group(1)), None if mem == "N/A" else int(mem.rstrip("MiB"))))
+                elif s.startswith("+") or (s and not s.startswith("|")):
+                    proc_done = True
             continue
         m = _ROW.match(s) if s.startswith("|") and "." in s else None
         if m:
@@ -194,6 +227,8 @@ def _parse_table(lines: list[str], res: ParseResult) -> None:
         facts["gpu.count"] = len(names)
         if mems and all(x is not None for x in mems):
             _set_memory(facts, [x[0] for x in mems], [x[1] for x in mems])
+        if mems and all(x is not None for x in mems) and proc_rows is not None and proc_done:
+            _set_unlisted(facts, mems, proc_rows)  # type: ignore[arg-type]
     if truncated_names:
         res.notes.append("nvidia-smi's table truncates long GPU names ('...'); they are kept as printed")
     if "nvidia.cuda_version" not in facts and "nvidia.driver_version" in facts:

@@ -19,6 +19,11 @@ The caching allocator's message (c10/cuda/CUDACachingAllocator.cpp), one line, i
     RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 10.76 GiB total capacity; 9.50 GiB
     already allocated; 3.06 MiB free; 9.66 GiB reserved in total by PyTorch)
 
+What the failing process's allocator holds (``oom.reserved_bytes``) against the capacity and what is free gives
+``oom.outside_torch_*``: memory in use on that GPU outside this process's PyTorch - other processes (listed or not),
+or memory a dead one never gave back.  A line with the details but not the first words (a paste that starts at
+"Tried to allocate") is read too.
+
 Only the standard library; anchored, bounded patterns over lines that contain "out of memory".
 """
 from __future__ import annotations
@@ -36,6 +41,14 @@ _PROCESS = re.compile(r"Process (\d{1,10}) has " + _SIZE + r" memory in use")
 _THIS = re.compile(r"Including non-PyTorch memory, this process has " + _SIZE + r" memory in use")
 _OLD = re.compile(r"\(GPU (\d{1,3}); " + _SIZE + r" total capacity; " + _SIZE + r" already allocated; " + _SIZE
                   + r" free")
+# what this process's caching allocator holds: "9.66 GiB reserved in total by PyTorch" (old), "Of the allocated
+# memory 22.99 GiB is allocated by PyTorch, and 199.06 MiB is reserved by PyTorch but unallocated" (>= 2.1)
+_RESERVED_OLD = re.compile(_SIZE + r" reserved in total by PyTorch")
+# torch 1.0-1.3: "... 4.72 GiB already allocated; 2.41 GiB free; 11.21 MiB cached)", the cached part being what the
+# allocator holds beyond what is allocated
+_CACHED_OLD = re.compile(r"; " + _SIZE + r" cached\)")
+_RESERVED_NEW = re.compile(r"Of the allocated memory " + _SIZE + r" is allocated by PyTorch, and " + _SIZE
+                           + r" is reserved by PyTorch but unallocated")
 MAX_LINE = 20_000
 
 
@@ -44,12 +57,16 @@ def _bytes(num: str, unit: str) -> int:
 
 
 def _oom_lines(text: str) -> list[str]:
-    if "out of memory" not in text:
+    if "out of memory" not in text and "Tried to allocate" not in text:
         return []
     out = []
     for ln in text.splitlines():
-        if "out of memory" in ln and _OOM_LINE.search(ln[:MAX_LINE]):
-            out.append(ln[:MAX_LINE])
+        cut = ln[:MAX_LINE]
+        # the message's own line, or its details on a line of their own: a paste that starts at "Tried to
+        # allocate", or a terminal that wrapped after "CUDA out of memory."
+        if ("out of memory" in ln and _OOM_LINE.search(cut)) or (
+                "Tried to allocate" in ln and _TRIED.search(cut) and (_CAPACITY.search(cut) or _OLD.search(cut))):
+            out.append(cut)
             if len(out) >= 20:
                 break
     return out
@@ -61,7 +78,10 @@ def parse(text: str) -> dict[str, Any]:
     if not lines:
         return {}
     ln = lines[-1]
-    facts: dict[str, Any] = {"oom.api": _OOM_LINE.search(ln).group(1).lower()}  # type: ignore[union-attr]
+    facts: dict[str, Any] = {}
+    api = _OOM_LINE.search(ln)
+    if api:
+        facts["oom.api"] = api.group(1).lower()
     m = _TRIED.search(ln)
     if m:
         facts["oom.requested_bytes"] = _bytes(m.group(1), m.group(2))
@@ -76,6 +96,29 @@ def parse(text: str) -> dict[str, Any]:
             facts["oom.gpu_index"] = int(m.group(1))
             facts["oom.capacity_bytes"] = _bytes(m.group(2), m.group(3))
             facts["oom.free_bytes"] = _bytes(m.group(6), m.group(7))
+    m = _RESERVED_NEW.search(ln)
+    if m:
+        facts["oom.reserved_bytes"] = _bytes(m.group(1), m.group(2)) + _bytes(m.group(3), m.group(4))
+    else:
+        m = _RESERVED_OLD.search(ln)
+        old, cached = _OLD.search(ln), _CACHED_OLD.search(ln)
+        if m:
+            facts["oom.reserved_bytes"] = _bytes(m.group(1), m.group(2))
+        elif old and cached:
+            facts["oom.reserved_bytes"] = _bytes(old.group(4), old.group(5)) + _bytes(cached.group(1), cached.group(2))
+    cap, free, held = facts.get("oom.capacity_bytes"), facts.get("oom.free_bytes"), facts.get("oom.reserved_bytes")
+    this = _THIS.search(ln)
+    if this:  # this process's own total, its CUDA/HIP context and libraries included
+        held = max(held or 0, _bytes(this.group(1), this.group(2)))
+    # the >= 2.1 text without its "this process" part (no NVML process list: ROCm builds, another pid namespace)
+    # cannot tell this process's non-PyTorch memory (library workspaces) from anyone else's: left unknown
+    if cap and free is not None and held is not None and (this or not _CAPACITY.search(ln)):
+        # in use on the GPU but not by this process's allocator: other processes (listed or not - another
+        # container's are not), or memory a crashed or zombie process never gave back; also this process's own
+        # context (a few hundred MiB), which the thresholds of the entries that read this leave room for
+        outside = max(0, cap - free - held)
+        facts["oom.outside_torch_bytes"] = outside
+        facts["oom.outside_torch_fraction"] = round(outside / cap, 4)
     procs = [(int(p), _bytes(n, u)) for p, n, u in _PROCESS.findall(ln)]
     if procs:
         facts["oom.processes"] = [f"{p}:{b}" for p, b in procs]

@@ -14,7 +14,9 @@ FACTS = ("nvidia.driver_version", "nvidia.cuda_version", "nvidia.smi_error", "nv
          "gpu.vram_free_bytes",
          # the compute processes and the GPU's load (diagnostics/probes/gpuprocs.py, parsers.base.process_facts)
          "gpu.processes", "gpu.other_process_count", "gpu.other_process_mem_bytes",
-         "gpu.other_process_mem_fraction", "gpu.busy_percent", "gpu.mem_used_fraction")
+         "gpu.other_process_mem_fraction", "gpu.busy_percent", "gpu.mem_used_fraction",
+         # the table's own process list against its memory column (parsers/nvidia_smi.py)
+         "gpu.unlisted_mem_bytes", "gpu.unlisted_mem_fraction")
 
 
 def collect(root: str, out: Emitter) -> None:
