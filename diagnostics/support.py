@@ -26,6 +26,9 @@ VERIFY_CMD = 'python -c "import torch; print(torch.cuda.get_arch_list())"'
 GFX_RE = re.compile(r"^gfx[0-9]{3,4}[a-f]?$|^gfx[0-9]{2}[a-f]$")
 CC_RE = re.compile(r"^sm_[0-9]{2,3}$")
 VER_RE = re.compile(r"^[0-9]+(\.[0-9]+){1,2}$")
+# a wheel's release (the part before its local "+tag"): AMD's index also publishes PEP 440 pre-releases and four-part
+# versions as the stable trio of a ROCm release (torchvision 0.29.0a0, torchaudio 2.11.0.3 of ROCm 10.1.0)
+WHEEL_VER_RE = re.compile(r"^[0-9]+(\.[0-9]+){1,3}((a|b|rc)[0-9]+)?$")
 
 AMD_KEYS = {"gfx": True, "family": True, "names": True, "official": True, "official_since": False,
             "native_bf16": True, "override": True, "legacy": False, "source": True}
@@ -306,8 +309,8 @@ def parse_matrix(text: str, path: str) -> Matrix:
                 vals = {}
                 for k in ("torch", "torchvision", "torchaudio"):
                     v = _scalar(wf[k])
-                    if not (isinstance(v, str) and VER_RE.match(v)):
-                        m.errors.append(ctx.err(wf[k], f"{k} must be a version like 2.5.1"))
+                    if not (isinstance(v, str) and WHEEL_VER_RE.match(v)):
+                        m.errors.append(ctx.err(wf[k], f"{k} must be a version like 2.5.1 (or 0.29.0a0)"))
                     vals[k] = str(v)
                 archs = None
                 if "archs" in wf:

@@ -85,8 +85,9 @@ def test_torchaudio_of_torch_2_12_and_newer_is_2_11():
     # a trio naming torchaudio==2.12.0 or 2.13.0 cannot be installed
     late = [w for w in M.wheels if tuple(int(x) for x in w.torch.split(".")[:2]) >= (2, 11)]
     # (2.11.1 with torch 2.15.0 on PyPI, measured in audit part 7: the py3-none stable-ABI build runs under 2.15)
-    assert late and all(w.torchaudio in ("2.11.0", "2.11.1") for w in late), [(w.folder, w.torch, w.torchaudio) for w in late]
-    cmd = support.recommend_install({"gpu.gfx_targets": ["gfx1201"]}, M).command()
+    # (AMD's ROCm 10.1.0 index publishes it as 2.11.0.3+rocm10.1.0, audit part 8)
+    assert late and all(w.torchaudio in ("2.11.0", "2.11.1", "2.11.0.3") for w in late), [(w.folder, w.torch, w.torchaudio) for w in late]
+    cmd = support.recommend_install({"gpu.gfx_targets": ["gfx1030"]}, M).command()
     assert "torchaudio==2.11.0" in cmd and "torch==2.14.0" in cmd
 
 
@@ -497,3 +498,23 @@ def test_an_installed_amd_multi_arch_torch_is_not_judged_by_the_rows_target_list
     d = support.derive_support(facts, M)
     assert "torch.arch_supported" not in d and "torch.unsupported_archs" not in d
     assert support.torch_archs(facts, M) == (None, "")
+
+
+def test_rocm_10_1_trio_from_amds_stable_index():
+    """ROCm 10.1.0's PyTorch (audit part 8): torch 2.14.0 / torchvision 0.29.0a0 / torchaudio 2.11.0.3, local tag
+    +rocm10.1.0, on AMD's stable whl-next index with device extras. A target it lists gets it (same torch as the rocm7.2
+    row, newer ROCm); a target it does not list keeps its previous row; the pre-release and four-part versions parse."""
+    w = next(w for w in M.wheels if w.folder == "rocm10.1.0")
+    assert (w.torch, w.torchvision, w.torchaudio) == ("2.14.0", "0.29.0a0", "2.11.0.3")
+    assert w.index_kind == "amd" and w.device_extras
+    cmd = support.recommend_install({"gpu.gfx_targets": ["gfx1201"]}, M).command()
+    assert ('"torch[device-gfx1201]==2.14.0+rocm10.1.0" "torchvision[device-gfx1201]==0.29.0a0+rocm10.1.0" '
+            '"torchaudio==2.11.0.3+rocm10.1.0" --index-url https://stable.repo.amd.com/rocm/whl-next/') in cmd
+    assert support.recommend_install({"gpu.gfx_targets": ["gfx1152"]}, M).wheel.folder == "rocm7.14.0"
+    assert support.recommend_install({"gpu.gfx_targets": ["gfx942"]}, M).wheel.folder == "rocm7.2"
+    # an installed 10.1 build is judged by its device extras, not by the row's list
+    facts = {"torch.version": "2.14.0+rocm10.1.0", "torch.build": "rocm", "gpu.gfx_targets": ["gfx1030"]}
+    assert support.torch_archs(facts, M) == (None, "")
+    text = (ROOT / "kb/support/gpu-matrix.yaml").read_text(encoding="utf-8")
+    bad = text.replace("torchvision: 0.29.0a0, torchaudio: 2.11.0.3", "torchvision: 0.29.0x, torchaudio: 2.11.0.3", 1)
+    assert bad != text and any("torchvision" in e.message for e in support.parse_matrix(bad, "m.yaml").errors)
