@@ -87,6 +87,13 @@ _TF_IGNORING = re.compile(r"Ignoring visible gpu device \(device: \d{1,3}, name:
                           r"[0-9a-fA-F:.]{1,20}, compute capability: (\d{1,2})\.(\d)\)")
 # vLLM
 _VLLM_VERSION = re.compile(rf"(?:vLLM API server version |Initializing an? (?:V\d )?LLM engine \(v)({_VER})\b")
+# the GitHub bug-report templates of PyTorch and its neighbours ('- GPU models and configuration: AMD Raven'); the
+# collect_env output of the same name is read by its own parser first (its 'GPU 0: NAME' lines)
+_TEMPLATE_GPU = re.compile(r"^(?:[-*]\s*)?GPU models and configuration\s*:\s*(?:GPU \d{1,2}: )?(\S.{0,118})$")
+_TEMPLATE_UNKNOWN = re.compile(r"(?i)^(?:n/?a|none|no|unknown|could not collect|-|\?|cpu(?: only)?)\.?$")
+# a check script's own sentence for torch.cuda.is_available() == False ('CUDA is not available. PyTorch will use
+# the CPU.'), only when the same paste also shows torch's version (so the sentence is torch's check, not another tool's)
+_CUDA_NOT_AVAILABLE = re.compile(r"^(?:torch\.)?CUDA (?:is )?not available\b")
 # uname -a
 _UNAME = re.compile(r"^Linux \S{1,64} (\d+\.\d+\.\d+[\w.+~-]{0,80}) #\d{1,6}")
 
@@ -378,6 +385,16 @@ def _other_line(s: str, seen: _Seen) -> bool:
             seen.put("pkg.vllm_build", build)
         seen.hits.add("vllm")
         return True
+    m = _TEMPLATE_GPU.match(s) if "GPU models" in s else None
+    if m:
+        value = m.group(1).strip()
+        if not _TEMPLATE_UNKNOWN.match(value):
+            _gpu_name(value, seen)
+            seen.hits.add("template")
+        return True
+    if _CUDA_NOT_AVAILABLE.match(s):
+        seen.facts["_cuda_not_available"] = True
+        return True
     m = _UNAME.match(s) if s.startswith("Linux ") else None
     if m:
         k: dict[str, Any] = {}
@@ -414,6 +431,8 @@ def _gpu_name(name: str, seen: _Seen) -> None:
 def _finish(seen: _Seen, res: ParseResult) -> None:
     facts = seen.facts
     facts.pop("_ggml_rocm", None)
+    if facts.pop("_cuda_not_available", False) and (facts.get("torch.version") or seen.pip_torch):
+        seen.put("torch.cuda_available", False)
     for fact in sorted(seen.conflicts):
         res.notes.append(f"the log holds runs that disagree on {fact}; it is left unknown")
         facts.pop(fact, None)
