@@ -201,3 +201,9 @@ def test_cuda_not_available_sentence_needs_torch_in_the_paste():
     assert f["torch.cuda_available"] is False and f["torch.build"] == "cuda"
     # the sentence alone may be any tool's: nothing said about torch
     assert "torch.cuda_available" not in app_log.parse("CUDA is not available. Falling back to CPU.\n").facts
+
+
+def test_ollama_version_from_the_pre_structured_log():
+    # https://github.com/ollama/ollama/issues/1594: ollama 0.1.16 logged without key=value fields
+    f = app_log.parse("2023/12/18 21:59:15 routes.go:871: Listening on 127.0.0.1:11434 (version 0.1.16)\n").facts
+    assert f["ollama.version"] == "0.1.16"

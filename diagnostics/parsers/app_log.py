@@ -63,7 +63,10 @@ _PIP_INSTALLED = re.compile(r"^Successfully installed (.{1,3000})$")
 _PIP_TORCH = re.compile(rf"(?:^|\s)torch-({_VER})(?=\s|$)")
 _PIP_SATISFIED = re.compile(rf"^Requirement already satisfied: torch(?:==\S+)? in \S.{{0,300}}? \(({_VER})\)\s*$")
 # ollama serve
-_OLLAMA_LISTEN = re.compile(r"msg=\"Listening on \S{1,200} \(version ([0-9][\w.+-]{0,40})\)\"")
+# 'msg="Listening on 127.0.0.1:11434 (version 0.5.7)"'; before the structured log (0.1.x, 2023) the line was
+# '2023/12/18 21:59:15 routes.go:871: Listening on 127.0.0.1:11434 (version 0.1.16)'
+_OLLAMA_LISTEN = re.compile(r"(?:msg=\"|^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d routes\.go:\d{1,5}: )Listening on \S{1,200} "
+                            r"\(version ([0-9][\w.+-]{0,40})\)")
 _OLLAMA_COMPUTE = re.compile(r"msg=\"?inference compute\"?\s(.{1,1500})$")
 _KV = re.compile(r"(\w{1,40})=(\"[^\"]{0,300}\"|\S{0,300})")
 _OLLAMA_GPU_TYPE = re.compile(r"msg=\"amdgpu is (?:not )?supported[^\"]{0,600}\"(?:\s\S{1,300})*?\sgpu_type=(gfx[0-9a-f]{3,4})\b")
@@ -259,7 +262,7 @@ def _a1111_line(s: str, seen: _Seen) -> bool:
 
 
 def _ollama_line(s: str, seen: _Seen) -> bool:
-    if "msg=" not in s and "amdgpu" not in s:
+    if "msg=" not in s and "amdgpu" not in s and "routes.go:" not in s:
         return False
     m = _OLLAMA_LISTEN.search(s)
     if m:
