@@ -207,3 +207,9 @@ def test_ollama_version_from_the_pre_structured_log():
     # https://github.com/ollama/ollama/issues/1594: ollama 0.1.16 logged without key=value fields
     f = app_log.parse("2023/12/18 21:59:15 routes.go:871: Listening on 127.0.0.1:11434 (version 0.1.16)\n").facts
     assert f["ollama.version"] == "0.1.16"
+
+
+def test_bug_template_gpu_line_with_rocm_torchs_gfx_suffix():
+    f = app_log.parse("GPU models and configuration: AMD Instinct MI100 (gfx908:sramecc+:xnack-)\n").facts
+    assert f["gpu.names"] == ["AMD Instinct MI100"] and f["gpu.gfx_targets"] == ["gfx908"]
+    assert not app_log.parse("GPU models and configuration: No CUDA\n").facts

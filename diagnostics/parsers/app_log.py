@@ -93,7 +93,8 @@ _VLLM_VERSION = re.compile(rf"(?:vLLM API server version |Initializing an? (?:V\
 # the GitHub bug-report templates of PyTorch and its neighbours ('- GPU models and configuration: AMD Raven'); the
 # collect_env output of the same name is read by its own parser first (its 'GPU 0: NAME' lines)
 _TEMPLATE_GPU = re.compile(r"^(?:[-*]\s*)?GPU models and configuration\s*:\s*(?:GPU \d{1,2}: )?(\S.{0,118})$")
-_TEMPLATE_UNKNOWN = re.compile(r"(?i)^(?:n/?a|none|no|unknown|could not collect|-|\?|cpu(?: only)?)\.?$")
+_NAME_GFX = re.compile(r"^(.{0,120}?)\s*\((gfx[0-9a-f]{3,4})(?::[\w+:-]{0,40})?\)\s*$")
+_TEMPLATE_UNKNOWN = re.compile(r"(?i)^(?:n/?a|none|no|unknown|could not collect|no cuda|no gpus?|-|\?|cpu(?: only)?)\.?$")
 # a check script's own sentence for torch.cuda.is_available() == False ('CUDA is not available. PyTorch will use
 # the CPU.'), only when the same paste also shows torch's version (so the sentence is torch's check, not another tool's)
 _CUDA_NOT_AVAILABLE = re.compile(r"^(?:torch\.)?CUDA (?:is )?not available\b")
@@ -391,7 +392,12 @@ def _other_line(s: str, seen: _Seen) -> bool:
     m = _TEMPLATE_GPU.match(s) if "GPU models" in s else None
     if m:
         value = m.group(1).strip()
-        if not _TEMPLATE_UNKNOWN.match(value):
+        g = _NAME_GFX.match(value)   # ROCm torch's own form: 'AMD Radeon RX 7900 XTX (gfx1100)'
+        if g:
+            value = g.group(1)
+            seen.add("gpu.gfx_targets", g.group(2))
+            seen.add("gpu.vendors", "amd")
+        if value and not _TEMPLATE_UNKNOWN.match(value):
             _gpu_name(value, seen)
             seen.hits.add("template")
         return True
