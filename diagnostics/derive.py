@@ -287,6 +287,15 @@ def _select(name: str, value: str, count: int | None, uuids: list[str], nvidia: 
     return chosen
 
 
+def _rocr_upper(value: str) -> int | None:
+    """How many GPUs ROCR_VISIBLE_DEVICES can leave at most when the devices are not known: the number of distinct
+    plain indices it lists (None for UUIDs, an empty or negative entry: those are judged elsewhere or not at all)."""
+    items = [x.strip() for x in value.split(",")]
+    if not items or not all(x.isdigit() for x in items) or len(set(items)) != len(items):
+        return None
+    return len(items)
+
+
 def visible_devices(facts: dict[str, Any]) -> dict[str, Any]:
     """The one rule for visible-device masks (live runs and pasted facts alike): problems per mask, whether the
     masks hide every GPU, and how many stay visible.  Facts the masks cannot be judged on are left out."""
@@ -334,6 +343,18 @@ def visible_devices(facts: dict[str, Any]) -> dict[str, Any]:
                                 "set only one of them")
             if visible == 0 and "ROCR_VISIBLE_DEVICES" in masks:
                 pass  # nothing left for the HIP-level mask to select from: already said
+            elif visible is None and "ROCR_VISIBLE_DEVICES" in masks and _rocr_upper(masks["ROCR_VISIBLE_DEVICES"]):
+                # the devices are not known, but ROCR_VISIBLE_DEVICES names at most N of them: an index N or beyond
+                # in the HIP-level mask exists on no machine (Ray giving a worker ROCR_VISIBLE_DEVICES=1 on top of
+                # CUDA_VISIBLE_DEVICES=0,1 leaves one GPU, and rank 1's device 1 is an invalid ordinal)
+                upper = _rocr_upper(masks["ROCR_VISIBLE_DEVICES"])
+                found: list[str] = []
+                sel = _select(used, masks[used], upper, [], False, found,
+                              f"; ROCR_VISIBLE_DEVICES={masks['ROCR_VISIBLE_DEVICES']} leaves no more")
+                if found:
+                    problems.extend(found)
+                    if sel == []:
+                        visible = 0
             else:
                 sel = _select(used, masks[used], visible, left_uuids, False, problems, base if "ROCR_VISIBLE_DEVICES" in masks else "")
                 visible = None if sel is None else len(sel)

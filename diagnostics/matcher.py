@@ -16,7 +16,7 @@ from typing import Any, Iterable
 import re2
 
 from .kb import SEVERITY_RANK, Cond, Entry, KnowledgeBase, parse_version, select_variant
-from .textnorm import clean_log, joined_wraps
+from .textnorm import clean_log, clean_log_wraps, joined_wraps
 from .textnorm import pieces as _chunks  # ~1 MiB pieces cut at line ends
 
 __all__ = ["Matcher", "LogScan", "clean_log", "rank", "evaluate", "evaluate_entry", "run_entry_tests"]
@@ -71,20 +71,23 @@ class LogScan:
             s.Compile()
             self._set = s
 
-    def scan(self, logs: list[tuple[str, str]]) -> dict[str, list[Hit]]:
+    def scan(self, logs: list[tuple[str, str]],
+             wrap_lengths: list[list[int] | None] | None = None) -> dict[str, list[Hit]]:
         """One set pass per chunk tells which patterns occur where; only those chunks are searched again.
 
         Then the hard-wrapped runs of each log, joined back into single lines (textnorm.joined_wraps), are
         scanned for the patterns the log itself did not show: a signature cut by a terminal or a forum's wrap
-        still matches, with the line number of the run's first line."""
+        still matches, with the line number of the run's first line.  *wrap_lengths* (one per log, from
+        textnorm.clean_log_wraps) are the lengths its lines had as pasted, before a timestamp was stripped."""
         hits: dict[str, list[Hit]] = {}
         if not self.patterns:
             return hits
-        for name, text in logs:
+        for k, (name, text) in enumerate(logs):
             if not text:
                 continue
             self._scan_one(name, text, hits)
-            appendix, starts = joined_wraps(text)
+            appendix, starts = joined_wraps(text, lengths=wrap_lengths[k] if wrap_lengths and k < len(wrap_lengths)
+                                            else None)
             if appendix:
                 self._scan_one(name, appendix, hits, line_map=starts,
                                skip={p for p, hs in hits.items() if any(h.source == name for h in hs)})
@@ -216,8 +219,9 @@ class Matcher:
     def match(self, facts: dict[str, Any] | None = None, logs: list[tuple[str, str]] | None = None,
               unknown_facts: Iterable[str] = (), fact_sources: dict[str, str] | None = None) -> dict[str, Any]:
         facts = dict(facts or {})
-        logs = [(n, clean_log(t)) for n, t in (logs or [])]
-        hits = self.scan.scan(logs)
+        cleaned = [(n, *clean_log_wraps(t)) for n, t in (logs or [])]
+        logs = [(n, c) for n, c, _ in cleaned]
+        hits = self.scan.scan(logs, [w for _, _, w in cleaned])
         from_logs = {k: v for k, v in oom_facts(logs, facts).items() if k not in facts}
         facts.update(from_logs)  # what an out-of-memory error says of itself, for conditions and evidence
         res = rank(self.kb.entries, facts, hits, set(unknown_facts), fact_sources or {})
@@ -384,8 +388,9 @@ def _add_oom_quotes(diagnoses: list[dict[str, Any]], logs: list[tuple[str, str]]
 def evaluate_entry(entry: Entry, facts: dict[str, Any], logs: str) -> Outcome:
     """Evaluate one entry alone (used by ``kb test`` and the KB editor)."""
     scan = LogScan(entry.when.log_patterns())
-    log_list = [("log", clean_log(logs))] if logs else []
-    hits = scan.scan(log_list) if logs else {}
+    text, wraps = clean_log_wraps(logs) if logs else ("", None)
+    log_list = [("log", text)] if logs else []
+    hits = scan.scan(log_list, [wraps]) if logs else {}
     facts = {**oom_facts(log_list, facts), **facts}  # as Matcher.match does
     return evaluate(entry.when, facts, hits, {})
 

@@ -104,7 +104,8 @@ _PREFIX_LINE = re.compile(_LINE_CAN_START + _PREFIX_BODY)
 # the prefixes of every line but the first: a literal line break first lets the search skip to the next line in C
 _PREFIX_AFTER_NL = re.compile("\n" + _LINE_CAN_START + _PREFIX_BODY)
 
-WRAP_MIN = 50           # a line shorter than this is never taken for a wrapped one
+WRAP_MIN = 50           # a line shorter than this is never taken for a wrapped one (unless pushed, below)
+WRAP_PUSHED_MIN = 20    # ... or this long, when the next line's first word would not have fitted after it
 WRAP_MAX_RUN = 6        # at most this many physical lines are joined into one
 WRAP_MAX_LINE = 400     # longer lines were not wrapped by anyone
 WORD_SLACK = 15         # a word wrap ends its lines within this many characters of its width
@@ -217,7 +218,37 @@ def clean_log(text: str) -> str:
     return _clean(text)
 
 
+def clean_log_wraps(text: str) -> tuple[str, list[int] | None]:
+    """``clean_log(text)``, and the lengths :func:`joined_wraps` should judge its lines by (None: their own).
+
+    A wrapper (a forum, a mail client, a terminal) cut the lines as they were pasted, prefix and all; once a
+    timestamp or a journald/docker tag is stripped, the first line of a wrapped run looks shorter than the wrap
+    width and would not be joined to its continuation ("[    3.57] amdgpu 0000:04:00.0: Direct firmware load for" /
+    "amdgpu/psp_13_0_8_toc.bin failed with error -2").  Such a line (a prefix stripped, the next line without one)
+    keeps its pasted length.  A text of more than one piece keeps the plain lengths."""
+    if len(text) > PIECE:
+        return clean_log(text), None
+    pre = _clean_before_prefixes(text)
+    post = _clean_after_prefixes(strip_prefixes(pre))
+    if "\n" not in post or len(post) == len(pre):
+        return post, None
+    a, b = pre.split("\n"), post.split("\n")
+    if len(a) != len(b):
+        return post, None
+    lengths: list[int] | None = None
+    for i in range(len(b) - 1):
+        if len(a[i]) > len(b[i]) and a[i + 1] == b[i + 1] and b[i + 1].strip():
+            if lengths is None:
+                lengths = [len(x) for x in b]
+            lengths[i] = len(a[i])
+    return post, lengths
+
+
 def _clean(text: str) -> str:
+    return _clean_after_prefixes(strip_prefixes(_clean_before_prefixes(text)))
+
+
+def _clean_before_prefixes(text: str) -> str:
     text = strip_ansi(text)
     if "\r" in text:
         # a progress bar redraws its line with CR: each redraw becomes a line of its own (nothing is lost)
@@ -226,13 +257,22 @@ def _clean(text: str) -> str:
         text = _CONTROLS.sub("", text)
     text = html_text(text)
     text = fold_punctuation(text)
-    text = c_locale_words(text)
-    text = strip_prefixes(text)
+    return c_locale_words(text)
+
+
+def _clean_after_prefixes(text: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates (from JSON escapes): RE2 only takes valid UTF-8
         text = text.encode("utf-8", "replace").decode("utf-8")
     return text
+
+
+# the start of a new log record: a wrap never continues into one (a word-wrapped paragraph of prose is not joined
+# to the ollama or journal line after it, so that line's own run starts at its beginning)
+_RECORD_START = re.compile(r"(?:time=\d{4}-|level=[A-Z]{3,8} |\d{4}[-/]\d\d[-/]\d\d[ T]\d\d:\d\d|\[\s*\d+\.\d+\] |"
+                           r"(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)(?: \d\d-\d\d |:| \[)|"
+                           r"Traceback \(most recent call last\))")
 
 
 def _wrap_shape(lengths: list[int], lines: list[str]) -> tuple[int, int]:
@@ -268,10 +308,12 @@ def _wrap_shape(lengths: list[int], lines: list[str]) -> tuple[int, int]:
     return fixed, word
 
 
-def joined_wraps(text: str, max_chars: int | None = None) -> tuple[str, list[int]]:
-    """See :func:`_joined_wraps`; a large text is read piece by piece (a wrap is never longer than a piece)."""
+def joined_wraps(text: str, max_chars: int | None = None,
+                 lengths: list[int] | None = None) -> tuple[str, list[int]]:
+    """See :func:`_joined_wraps`; a large text is read piece by piece (a wrap is never longer than a piece).
+    *lengths*: the length to judge each line by, where it differs from its own (:func:`clean_log_wraps`)."""
     if len(text) <= PIECE:
-        return _joined_wraps(text, max_chars)
+        return _joined_wraps(text, max_chars, lengths)
     out, starts, base, total = [], [], 0, 0
     limit = 2 * len(text) if max_chars is None else max_chars
     for piece in pieces(text):
@@ -286,7 +328,8 @@ def joined_wraps(text: str, max_chars: int | None = None) -> tuple[str, list[int
     return "\n".join(out), starts
 
 
-def _joined_wraps(text: str, max_chars: int | None = None) -> tuple[str, list[int]]:
+def _joined_wraps(text: str, max_chars: int | None = None,
+                  lengths_as_pasted: list[int] | None = None) -> tuple[str, list[int]]:
     """Runs of lines that look hard-wrapped, each joined into one line: ``(appendix, first_line_numbers)``.
 
     In a short paste (up to :data:`SMALL_PASTE_LINES` lines) every line of :data:`WRAP_MIN` characters or more
@@ -300,13 +343,22 @@ def _joined_wraps(text: str, max_chars: int | None = None) -> tuple[str, list[in
         return "", []
     lines = text.split("\n")
     lengths = list(map(len, lines))
+    if lengths_as_pasted is not None and len(lengths_as_pasted) == len(lines):
+        lengths = lengths_as_pasted
     fixed, word = _wrap_shape(lengths, lines)
-    if len(lines) <= SMALL_PASTE_LINES:
-        # a short paste (the usual forum post): every long line may continue on the next one
-        def wrapped(n: int) -> bool:
-            return WRAP_MIN <= n <= WRAP_MAX_LINE
+    short = len(lines) <= SMALL_PASTE_LINES
+    if short:
+        # a short paste (the usual forum post): every long line may continue on the next one, and so may a
+        # shorter one whose next line starts with a word too long to have fitted after it (a word wrap moved it)
+        width = max((x for x in lengths if x <= WRAP_MAX_LINE), default=0)
+        pushed = {k for k in range(len(lines) - 1) if WRAP_PUSHED_MIN <= lengths[k] < WRAP_MIN
+                  and lengths[k] + 1 + len(lines[k + 1].split(" ", 1)[0]) > width >= WRAP_MIN}
+
+        def wrapped(k: int) -> bool:
+            return WRAP_MIN <= lengths[k] <= WRAP_MAX_LINE or k in pushed
     elif fixed or word:
-        def wrapped(n: int) -> bool:
+        def wrapped(k: int) -> bool:
+            n = lengths[k]
             return n == fixed or (bool(word) and word - WORD_SLACK <= n <= word)
     else:
         return "", []
@@ -317,7 +369,7 @@ def _joined_wraps(text: str, max_chars: int | None = None) -> tuple[str, list[in
     limit = 2 * len(text) if max_chars is None else min(max_chars, 2 * len(text))
     i, n = 0, len(lines)
     while i < n - 1:
-        if not wrapped(lengths[i]) or not lines[i + 1].strip():
+        if not wrapped(i) or not lines[i + 1].strip() or _RECORD_START.match(lines[i + 1]):
             i += 1
             continue
         j = i
@@ -325,10 +377,17 @@ def _joined_wraps(text: str, max_chars: int | None = None) -> tuple[str, list[in
         spaced = [head]
         tight = [head]
         ambiguous = False
-        while j < n - 1 and len(spaced) < WRAP_MAX_RUN and wrapped(lengths[j]) and lines[j + 1].strip():
+        while j < n - 1 and len(spaced) < WRAP_MAX_RUN and wrapped(j) and lines[j + 1].strip() \
+                and not _RECORD_START.match(lines[j + 1]):
             if lengths[j] == fixed:          # a fixed-width cut: the pieces belong together as they are
                 nxt = lines[j + 1] if lengths[j + 1] == fixed else lines[j + 1].rstrip()
-                spaced.append(nxt)
+                glue = spaced[-1][-1:] + nxt[:1]
+                if short and len(glue) == 2 and not glue.isspace() and " " not in glue:
+                    # in a short paste three lines of one length may be a word wrap's by chance: both readings
+                    spaced.append(("" if spaced[-1].endswith(("-", "/", "_")) else " ") + nxt)
+                    ambiguous = True
+                else:
+                    spaced.append(nxt)
                 tight.append(nxt)
             else:                            # a word wrap ate a space, or a terminal cut a word: both readings
                 nxt = lines[j + 1].strip()

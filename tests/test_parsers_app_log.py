@@ -185,3 +185,31 @@ def test_cuda_wheel_without_the_gpus_arch_is_predicted():
     assert f["support.targets"] == ["sm_120"], f.get("support.targets")
     assert f["torch.arch_supported"] is False and f["torch.unsupported_archs"] == ["sm_120"]
     assert "cuda-no-kernel-image" in [d["id"] for d in rep["diagnoses"] if d.get("basis") == "confirmed"]
+
+
+def test_bug_template_gpu_line_names_the_gpu():
+    # https://github.com/pytorch/pytorch/issues/51213: the template's field, filled in by the reporter
+    f = app_log.parse(" - PyTorch Version (e.g., 1.0): 1.6.0\n - GPU models and configuration: AMD Raven\n").facts
+    assert f["gpu.names"] == ["AMD Raven"] and f["gpu.vendors"] == ["amd"]
+    assert "gpu.names" not in app_log.parse("- GPU models and configuration: Could not collect\n").facts
+    assert app_log.parse("GPU models and configuration: GPU 0: NVIDIA GeForce RTX 3090\n").facts["gpu.vendors"] == ["nvidia"]
+
+
+def test_cuda_not_available_sentence_needs_torch_in_the_paste():
+    # https://github.com/ROCm/legacy-rocm-build/issues/4358: a test script's two lines
+    f = app_log.parse("PyTorch version: 2.4.1+cu121\nCUDA is not available. PyTorch will use the CPU.\n").facts
+    assert f["torch.cuda_available"] is False and f["torch.build"] == "cuda"
+    # the sentence alone may be any tool's: nothing said about torch
+    assert "torch.cuda_available" not in app_log.parse("CUDA is not available. Falling back to CPU.\n").facts
+
+
+def test_ollama_version_from_the_pre_structured_log():
+    # https://github.com/ollama/ollama/issues/1594: ollama 0.1.16 logged without key=value fields
+    f = app_log.parse("2023/12/18 21:59:15 routes.go:871: Listening on 127.0.0.1:11434 (version 0.1.16)\n").facts
+    assert f["ollama.version"] == "0.1.16"
+
+
+def test_bug_template_gpu_line_with_rocm_torchs_gfx_suffix():
+    f = app_log.parse("GPU models and configuration: AMD Instinct MI100 (gfx908:sramecc+:xnack-)\n").facts
+    assert f["gpu.names"] == ["AMD Instinct MI100"] and f["gpu.gfx_targets"] == ["gfx908"]
+    assert not app_log.parse("GPU models and configuration: No CUDA\n").facts

@@ -10,7 +10,8 @@ import pytest
 
 from diagnostics.kb import load_kb
 from diagnostics.matcher import Matcher, clean_log
-from diagnostics.textnorm import c_locale_words, fold_punctuation, joined_wraps, strip_ansi, strip_prefixes
+from diagnostics.textnorm import (c_locale_words, clean_log_wraps, fold_punctuation, joined_wraps, strip_ansi,
+                                  strip_prefixes)
 
 
 @pytest.fixture(scope="module")
@@ -245,3 +246,35 @@ def test_strip_prefixes_is_the_line_by_line_result(seed):
 def test_strip_prefixes_returns_an_unprefixed_text_itself():
     text = '  File "/x.py", line 1, in <module>\nValueError: x\n' * 100
     assert strip_prefixes(text) is text
+
+
+# --- wraps judged as pasted (session 6) ------------------------------------------------------------------------
+
+def test_a_wrap_is_judged_by_the_line_as_pasted_with_its_timestamp():
+    raw = ("[    3.576634] amdgpu 0000:04:00.0: Direct firmware load for\n"
+           "amdgpu/psp_13_0_8_toc.bin failed with error -2\n"
+           "[    3.614955] amdgpu 0000:04:00.0: amdgpu: Fatal error during GPU init\n")
+    text, lengths = clean_log_wraps(raw)
+    assert text.startswith("amdgpu 0000:04:00.0: Direct firmware load for\n")   # the prefix is gone ...
+    app, _ = joined_wraps(text, lengths=lengths)
+    # ... but its line was as long as the wrap width, so it continues on the next
+    assert "Direct firmware load for amdgpu/psp_13_0_8_toc.bin failed with error -2" in app
+
+
+def test_a_wrap_never_continues_into_a_new_log_record():
+    text = ("Hello I tried to run ollama on windows with the patch rocm provided in\n"
+            "this repo but when I try to start ollama I have this warning :\n"
+            "time=2024-06-17T14:49:12.220+02:00 level=WARN source=amd_windows.go:95\n"
+            'msg="amdgpu is not supported" gpu=0 gpu_type=gfx90c:xnack-\n')
+    app, _ = joined_wraps(text)
+    assert any(line.startswith("time=2024-06-17") and 'msg="amdgpu is not supported"' in line
+               for line in app.split("\n"))
+
+
+def test_a_short_line_continues_when_the_next_word_could_not_have_fitted():
+    text = ("time=2024-06-17T14:49:12.220+02:00 level=WARN source=amd_windows.go:95\n"
+            'msg="amdgpu is not supported" gpu=0 gpu_type=gfx90c:xnack-\n'
+            'library="C:\\\\Program Files\\\\AMD\\\\ROCm\\\\5.7\\\\bin"\n'
+            'supported_types="[gfx1030 gfx1100 gfx1101 gfx1102 gfx906 gfx90c]"\n')
+    app, _ = joined_wraps(text)
+    assert any('amdgpu is not supported' in line and 'supported_types=' in line for line in app.split("\n"))

@@ -63,7 +63,10 @@ _PIP_INSTALLED = re.compile(r"^Successfully installed (.{1,3000})$")
 _PIP_TORCH = re.compile(rf"(?:^|\s)torch-({_VER})(?=\s|$)")
 _PIP_SATISFIED = re.compile(rf"^Requirement already satisfied: torch(?:==\S+)? in \S.{{0,300}}? \(({_VER})\)\s*$")
 # ollama serve
-_OLLAMA_LISTEN = re.compile(r"msg=\"Listening on \S{1,200} \(version ([0-9][\w.+-]{0,40})\)\"")
+# 'msg="Listening on 127.0.0.1:11434 (version 0.5.7)"'; before the structured log (0.1.x, 2023) the line was
+# '2023/12/18 21:59:15 routes.go:871: Listening on 127.0.0.1:11434 (version 0.1.16)'
+_OLLAMA_LISTEN = re.compile(r"(?:msg=\"|^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d routes\.go:\d{1,5}: )Listening on \S{1,200} "
+                            r"\(version ([0-9][\w.+-]{0,40})\)")
 _OLLAMA_COMPUTE = re.compile(r"msg=\"?inference compute\"?\s(.{1,1500})$")
 _KV = re.compile(r"(\w{1,40})=(\"[^\"]{0,300}\"|\S{0,300})")
 _OLLAMA_GPU_TYPE = re.compile(r"msg=\"amdgpu is (?:not )?supported[^\"]{0,600}\"(?:\s\S{1,300})*?\sgpu_type=(gfx[0-9a-f]{3,4})\b")
@@ -87,6 +90,14 @@ _TF_IGNORING = re.compile(r"Ignoring visible gpu device \(device: \d{1,3}, name:
                           r"[0-9a-fA-F:.]{1,20}, compute capability: (\d{1,2})\.(\d)\)")
 # vLLM
 _VLLM_VERSION = re.compile(rf"(?:vLLM API server version |Initializing an? (?:V\d )?LLM engine \(v)({_VER})\b")
+# the GitHub bug-report templates of PyTorch and its neighbours ('- GPU models and configuration: AMD Raven'); the
+# collect_env output of the same name is read by its own parser first (its 'GPU 0: NAME' lines)
+_TEMPLATE_GPU = re.compile(r"^(?:[-*]\s*)?GPU models and configuration\s*:\s*(?:GPU \d{1,2}: )?(\S.{0,118})$")
+_NAME_GFX = re.compile(r"^(.{0,120}?)\s*\((gfx[0-9a-f]{3,4})(?::[\w+:-]{0,40})?\)\s*$")
+_TEMPLATE_UNKNOWN = re.compile(r"(?i)^(?:n/?a|none|no|unknown|could not collect|no cuda|no gpus?|-|\?|cpu(?: only)?)\.?$")
+# a check script's own sentence for torch.cuda.is_available() == False ('CUDA is not available. PyTorch will use
+# the CPU.'), only when the same paste also shows torch's version (so the sentence is torch's check, not another tool's)
+_CUDA_NOT_AVAILABLE = re.compile(r"^(?:torch\.)?CUDA (?:is )?not available\b")
 # uname -a
 _UNAME = re.compile(r"^Linux \S{1,64} (\d+\.\d+\.\d+[\w.+~-]{0,80}) #\d{1,6}")
 
@@ -252,7 +263,7 @@ def _a1111_line(s: str, seen: _Seen) -> bool:
 
 
 def _ollama_line(s: str, seen: _Seen) -> bool:
-    if "msg=" not in s and "amdgpu" not in s:
+    if "msg=" not in s and "amdgpu" not in s and "routes.go:" not in s:
         return False
     m = _OLLAMA_LISTEN.search(s)
     if m:
@@ -378,6 +389,21 @@ def _other_line(s: str, seen: _Seen) -> bool:
             seen.put("pkg.vllm_build", build)
         seen.hits.add("vllm")
         return True
+    m = _TEMPLATE_GPU.match(s) if "GPU models" in s else None
+    if m:
+        value = m.group(1).strip()
+        g = _NAME_GFX.match(value)   # ROCm torch's own form: 'AMD Radeon RX 7900 XTX (gfx1100)'
+        if g:
+            value = g.group(1)
+            seen.add("gpu.gfx_targets", g.group(2))
+            seen.add("gpu.vendors", "amd")
+        if value and not _TEMPLATE_UNKNOWN.match(value):
+            _gpu_name(value, seen)
+            seen.hits.add("template")
+        return True
+    if _CUDA_NOT_AVAILABLE.match(s):
+        seen.facts["_cuda_not_available"] = True
+        return True
     m = _UNAME.match(s) if s.startswith("Linux ") else None
     if m:
         k: dict[str, Any] = {}
@@ -414,6 +440,8 @@ def _gpu_name(name: str, seen: _Seen) -> None:
 def _finish(seen: _Seen, res: ParseResult) -> None:
     facts = seen.facts
     facts.pop("_ggml_rocm", None)
+    if facts.pop("_cuda_not_available", False) and (facts.get("torch.version") or seen.pip_torch):
+        seen.put("torch.cuda_available", False)
     for fact in sorted(seen.conflicts):
         res.notes.append(f"the log holds runs that disagree on {fact}; it is left unknown")
         facts.pop(fact, None)
