@@ -9,6 +9,8 @@ Paths:  redact (the one redaction engine: every save, import, export and share p
         (textnorm.clean_log: what the matcher and the parsers read), prefixes (textnorm.strip_prefixes alone),
         save (Store.save of a report holding the text, SQLite file), export (`sessions export`: Store.write_bundle
         of that session to a file), bundle (Store.export_bundle: the bundle as bytes, about 3x the text itself),
+        download (the web UI's bundle button: its callable, Store.export_bundle, then what Streamlit does with the
+        result: convert_data_to_bytes_and_infer_mime and the media store, behind ui.media_guard),
         markdown / html (Store.export_markdown / export_html),
         fold (symptoms.normalize: NFKC + casefold of pasted prose), match (service.diagnose_text: the whole
         `match --log` / UI paste path: dump detection, the KB matcher, the symptom lexicon), terminal (the
@@ -30,8 +32,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PATHS = ("redact", "fold", "normalise", "prefixes", "match", "terminal", "save", "export", "bundle", "markdown", "html",
-         "import")
+PATHS = ("redact", "fold", "normalise", "prefixes", "match", "terminal", "save", "export", "bundle", "download",
+         "markdown", "html", "import")
 KINDS = ("log", "digits", "cjk", "hostile")
 
 LINES = {
@@ -67,7 +69,7 @@ def child(path: str, kind: str, mb: int) -> dict:
         arg = build_bundle({"session_id": "", "logs": [{"name": "x", "text": text}]})
         if len(arg) > MAX_BUNDLE_BYTES:  # type: ignore[arg-type]
             return {"skipped": f"bundles stop at {MAX_BUNDLE_BYTES // 2**20} MB"}
-    if path in ("save", "export", "bundle", "markdown", "html"):
+    if path in ("save", "export", "bundle", "download", "markdown", "html"):
         import tempfile
 
         from diagnostics.store import Store
@@ -85,6 +87,7 @@ def child(path: str, kind: str, mb: int) -> dict:
           "normalise": clean_log, "prefixes": strip_prefixes,
           "save": lambda r: store.save(r), "bundle": lambda sid: store.export_bundle(sid),
           "export": lambda sid: _export_to_file(store, sid, f"{tmp}/out.json"),
+          "download": _download(store) if path == "download" else None,
           "markdown": lambda sid: store.export_markdown(sid), "html": lambda sid: store.export_html(sid),
           "match": lambda t: service.diagnose_text(logs=[("pasted", t)])}[path]
     gc.collect()
@@ -105,12 +108,34 @@ def child(path: str, kind: str, mb: int) -> dict:
     peak = rss("VmHWM:")
     del out
     n = len(arg) if isinstance(arg, bytes) else len(text.encode())  # the input of import is the bundle file
-    if path in ("save", "export", "bundle", "markdown", "html"):
+    if path in ("save", "export", "bundle", "download", "markdown", "html"):
         import shutil
 
         store.close()
         shutil.rmtree(tmp, ignore_errors=True)
     return {"bytes": n, "seconds": dt, "peak_growth": max(0, peak - base)}
+
+
+def _download(store: object) -> object:
+    """The UI's bundle download, as Streamlit 1.67 runs a deferred download button's callable on a click: the
+    callable (Store.export_bundle), Streamlit's conversion of what it returns, the media store behind ui.media_guard.
+    Streamlit is imported here, before the measurement."""
+    from streamlit.runtime.download_data_util import convert_data_to_bytes_and_infer_mime
+    from streamlit.runtime.media_file_storage import MediaFileKind
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    from ui import media_guard
+
+    storage = MemoryMediaFileStorage("/media")
+    media_guard.install(storage)
+
+    def click(sid: str) -> object:
+        data = (lambda: store.export_bundle(sid, mask_identity=False))()  # type: ignore[attr-defined]
+        data, _ = convert_data_to_bytes_and_infer_mime(data, unsupported_error=TypeError("download data"))
+        fid = storage.load_and_get_id(data, "application/json", MediaFileKind.DOWNLOADABLE, "session.json")
+        return storage.get_file(fid + ".json")
+
+    return click
 
 
 def _export_to_file(store: object, sid: str, out: str) -> int:
