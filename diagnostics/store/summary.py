@@ -38,8 +38,10 @@ def json_size(obj: Any) -> int:
     return sum(len(c) if c.isascii() else len(c.encode("utf-8", "surrogatepass")) for c in iter_json(obj))
 
 
-def json_bytes(obj: Any, size: int = JSON_PIECE) -> Any:
-    """:func:`dumps` of *obj* as UTF-8 bytes, in pieces of about *size* bytes (joined: ``dumps(obj).encode()``)."""
+def json_bytes(obj: Any, size: int | None = None) -> Any:
+    """:func:`dumps` of *obj* as UTF-8 bytes, in pieces of about *size* characters (default :data:`JSON_PIECE`;
+    joined: ``dumps(obj).encode()``)."""
+    size = size or JSON_PIECE
     buf: list[str] = []
     n = 0
     for chunk in iter_json(obj):
