@@ -20,6 +20,7 @@ Inputs: log (ordinary log lines), digits (lines of digits), cjk (pasted Chinese 
 
     python bench/bench_text.py                          # 1, 4, 16, 64 MB; prints a table
     python bench/bench_text.py --sizes 1 4 --write docs/BENCHMARKS.md
+    python bench/bench_text.py --paths terminal --kinds hostile --cpu   # CPU seconds, linearity by CPU time
 """
 from __future__ import annotations
 
@@ -102,9 +103,9 @@ def child(path: str, kind: str, mb: int) -> dict:
         return 0
 
     base = rss("VmRSS:")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out = fn(arg)
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = rss("VmHWM:")
     del out
     n = len(arg) if isinstance(arg, bytes) else len(text.encode())  # the input of import is the bundle file
@@ -113,7 +114,7 @@ def child(path: str, kind: str, mb: int) -> dict:
 
         store.close()
         shutil.rmtree(tmp, ignore_errors=True)
-    return {"bytes": n, "seconds": dt, "peak_growth": max(0, peak - base)}
+    return {"bytes": n, "seconds": dt, "cpu_seconds": cpu, "peak_growth": max(0, peak - base)}
 
 
 def _download(store: object) -> object:
@@ -161,6 +162,8 @@ def main() -> int:
     ap.add_argument("--paths", nargs="+", default=list(PATHS), choices=PATHS)
     ap.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--cpu", action="store_true", help="print CPU seconds too, and the s/MB ratio of CPU time (on a "
+                    "shared machine wall time swings with the load; CPU time much less)")
     ap.add_argument("--write", metavar="MD", help="replace the '## Text paths' section of this file")
     args = ap.parse_args()
     if args.child:
@@ -177,11 +180,12 @@ def main() -> int:
                 r = res[mb]
                 if "seconds" in r:
                     mbs = r["bytes"] / 2**20
-                    per_mb.append(r["seconds"] / mbs)
+                    per_mb.append((r["cpu_seconds"] if args.cpu else r["seconds"]) / mbs)
                     growth = r["peak_growth"] / r["bytes"]
                     if mb == max(m for m in args.sizes if "seconds" in res[m]):
                         worst_mem = growth
-                    cells.append(f"{r['seconds']:.2f} s / {r['peak_growth'] / 2**20:.0f} MB")
+                    cpu = f" (CPU {r['cpu_seconds']:.2f} s)" if args.cpu else ""
+                    cells.append(f"{r['seconds']:.2f} s{cpu} / {r['peak_growth'] / 2**20:.0f} MB")
                 else:
                     cells.append(r.get("skipped") or r.get("error", "?"))
             lin = f"{per_mb[-1] / per_mb[0]:.2f}" if len(per_mb) > 1 and per_mb[0] > 0 else "-"
