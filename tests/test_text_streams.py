@@ -18,6 +18,7 @@ import pytest
 import diagnostics.store.bundle as B
 import diagnostics.store.summary as S
 from diagnostics.store import stats
+from tests.pgserver import db_url, pg_url  # noqa: F401
 
 ATOMS = ["a", " ", "\t", "\r", "\r\n", "\n", "\n", "   \n", "<", ">", "&", "&amp;", "\"", "'", "`", "``", "~~~", "\x02",
          "\x03", "\u00a0", "é", "中", "😀", "*", "_", "[x](javascript:1)", "<script>", "#", "|", "- ", "1. ", "    ",
@@ -188,3 +189,23 @@ def test_long_report_written_through_a_blob_reads_back_the_same(tmp_path, monkey
     assert other.import_bundle_ex(data)["existing"]  # the same session again: recognised, stored once
     store.close()
     other.close()
+
+
+def test_long_report_streamed_to_either_database_reads_back_the_same(db_url: str, monkeypatch) -> None:  # noqa: F811
+    """SQLite (blob handle) and PostgreSQL (COPY) with every report streamed: backslashes, tabs, CR, line breaks and
+    non-ASCII come back as saved, on save, rediagnosis and import."""
+    import diagnostics.store as store_mod
+
+    monkeypatch.setattr(store_mod, "BLOB_MIN", 1)
+    store = store_mod.Store(db_url)
+    log = "".join(f"l{i} 中 \\ a\\b \\n \x1b[31m \"q\"\tt\r\n PASSWORD=hunter2secret{i}\n" for i in range(300))
+    sid = store.save({"host": "h", "logs": [{"name": "big", "text": log}], "facts": {"n": 1.5}})
+    got = store.get_json(sid)
+    assert got == S.dumps(store.get(sid)) and "hunter2secret" not in got
+    assert store.get(sid)["logs"][0]["text"].count("\\ a\\b \\n") == 300
+    store.replace_report(sid, store.get(sid), note="again")
+    assert store.get_json(sid) == got
+    data = store.export_bundle(sid)
+    store.delete(sid)
+    assert store.import_bundle_ex(data)["id"] == sid and store.get_json(sid) == got
+    store.close()

@@ -161,8 +161,11 @@ class Store:
         report is stored as a zero-filled value of its exact size (``zeroblob``, which SQLite never materialises)
         and its JSON is written into it through a blob handle, a piece at a time: the JSON is never held whole.
         The value then has SQLite's BLOB type (the same UTF-8 bytes); models.JSONText reads it back as text."""
-        raw = conn.connection.dbapi_connection if self.dialect == "sqlite" else None
-        size = json_size(rep) if raw is not None and hasattr(raw, "blobopen") else -1
+        raw = conn.connection.dbapi_connection
+        if self.dialect == "postgresql" and self.engine.dialect.driver == "psycopg" and json_size(rep) >= BLOB_MIN:
+            self._copy_report(conn, raw, sid, rep, replace=replace)
+            return
+        size = json_size(rep) if self.dialect == "sqlite" and hasattr(raw, "blobopen") else -1
         if size < BLOB_MIN:
             value: Any = dumps(rep)
         else:
@@ -178,6 +181,21 @@ class Store:
         with raw.blobopen(R.name, "report_json", rowid) as blob:
             for data in json_bytes(rep):
                 blob.write(data)
+
+    @staticmethod
+    def _copy_report(conn: Any, raw: Any, sid: str, rep: dict[str, Any], *, replace: bool) -> None:
+        """PostgreSQL (psycopg 3): the report row sent by ``COPY ... FROM STDIN`` a piece of its JSON at a time, in
+        the same transaction; a bound text would be the JSON text, its encoded bytes and libpq's copy of them.  In
+        COPY's text format a backslash, line break, carriage return and tab are escaped (compact JSON holds no raw
+        control character: only its backslashes change)."""
+        if replace:
+            conn.execute(delete(R).where(R.c.session_id == sid))
+        with raw.cursor() as cur, cur.copy(f"COPY {R.name} (session_id, report_json) FROM STDIN") as cp:
+            cp.write(sid.encode("utf-8") + b"\t")
+            for data in json_bytes(rep):
+                cp.write(data.replace(b"\\", b"\\\\").replace(b"\n", b"\\n").replace(b"\r", b"\\r")
+                         .replace(b"\t", b"\\t"))
+            cp.write(b"\n")
 
     def _insert_children(self, conn: Any, sid: str, rep: dict[str, Any]) -> None:
         probes = [p for p in rep.get("probes") or [] if isinstance(p, dict)]
