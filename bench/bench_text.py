@@ -9,6 +9,8 @@ Paths:  redact (the one redaction engine: every save, import, export and share p
         (textnorm.clean_log: what the matcher and the parsers read), prefixes (textnorm.strip_prefixes alone),
         save (Store.save of a report holding the text, SQLite file), export (`sessions export`: Store.write_bundle
         of that session to a file), bundle (Store.export_bundle: the bundle as bytes, about 3x the text itself),
+        download (the web UI's bundle button: its callable, Store.export_bundle, then what Streamlit does with the
+        result: convert_data_to_bytes_and_infer_mime and the media store, behind ui.media_guard),
         markdown / html (Store.export_markdown / export_html),
         fold (symptoms.normalize: NFKC + casefold of pasted prose), match (service.diagnose_text: the whole
         `match --log` / UI paste path: dump detection, the KB matcher, the symptom lexicon), terminal (the
@@ -18,6 +20,7 @@ Inputs: log (ordinary log lines), digits (lines of digits), cjk (pasted Chinese 
 
     python bench/bench_text.py                          # 1, 4, 16, 64 MB; prints a table
     python bench/bench_text.py --sizes 1 4 --write docs/BENCHMARKS.md
+    python bench/bench_text.py --paths terminal --kinds hostile --cpu   # CPU seconds, linearity by CPU time
 """
 from __future__ import annotations
 
@@ -30,8 +33,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PATHS = ("redact", "fold", "normalise", "prefixes", "match", "terminal", "save", "export", "bundle", "markdown", "html",
-         "import")
+PATHS = ("redact", "fold", "normalise", "prefixes", "match", "terminal", "save", "export", "bundle", "download",
+         "markdown", "html", "import")
 KINDS = ("log", "digits", "cjk", "hostile")
 
 LINES = {
@@ -67,7 +70,7 @@ def child(path: str, kind: str, mb: int) -> dict:
         arg = build_bundle({"session_id": "", "logs": [{"name": "x", "text": text}]})
         if len(arg) > MAX_BUNDLE_BYTES:  # type: ignore[arg-type]
             return {"skipped": f"bundles stop at {MAX_BUNDLE_BYTES // 2**20} MB"}
-    if path in ("save", "export", "bundle", "markdown", "html"):
+    if path in ("save", "export", "bundle", "download", "markdown", "html"):
         import tempfile
 
         from diagnostics.store import Store
@@ -85,6 +88,7 @@ def child(path: str, kind: str, mb: int) -> dict:
           "normalise": clean_log, "prefixes": strip_prefixes,
           "save": lambda r: store.save(r), "bundle": lambda sid: store.export_bundle(sid),
           "export": lambda sid: _export_to_file(store, sid, f"{tmp}/out.json"),
+          "download": _download(store) if path == "download" else None,
           "markdown": lambda sid: store.export_markdown(sid), "html": lambda sid: store.export_html(sid),
           "match": lambda t: service.diagnose_text(logs=[("pasted", t)])}[path]
     gc.collect()
@@ -99,18 +103,40 @@ def child(path: str, kind: str, mb: int) -> dict:
         return 0
 
     base = rss("VmRSS:")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out = fn(arg)
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = rss("VmHWM:")
     del out
     n = len(arg) if isinstance(arg, bytes) else len(text.encode())  # the input of import is the bundle file
-    if path in ("save", "export", "bundle", "markdown", "html"):
+    if path in ("save", "export", "bundle", "download", "markdown", "html"):
         import shutil
 
         store.close()
         shutil.rmtree(tmp, ignore_errors=True)
-    return {"bytes": n, "seconds": dt, "peak_growth": max(0, peak - base)}
+    return {"bytes": n, "seconds": dt, "cpu_seconds": cpu, "peak_growth": max(0, peak - base)}
+
+
+def _download(store: object) -> object:
+    """The UI's bundle download, as Streamlit 1.67 runs a deferred download button's callable on a click: the
+    callable (Store.export_bundle), Streamlit's conversion of what it returns, the media store behind ui.media_guard.
+    Streamlit is imported here, before the measurement."""
+    from streamlit.runtime.download_data_util import convert_data_to_bytes_and_infer_mime
+    from streamlit.runtime.media_file_storage import MediaFileKind
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    from ui import media_guard
+
+    storage = MemoryMediaFileStorage("/media")
+    media_guard.install(storage)
+
+    def click(sid: str) -> object:
+        data = (lambda: store.export_bundle(sid, mask_identity=False))()  # type: ignore[attr-defined]
+        data, _ = convert_data_to_bytes_and_infer_mime(data, unsupported_error=TypeError("download data"))
+        fid = storage.load_and_get_id(data, "application/json", MediaFileKind.DOWNLOADABLE, "session.json")
+        return storage.get_file(fid + ".json")
+
+    return click
 
 
 def _export_to_file(store: object, sid: str, out: str) -> int:
@@ -136,6 +162,8 @@ def main() -> int:
     ap.add_argument("--paths", nargs="+", default=list(PATHS), choices=PATHS)
     ap.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--cpu", action="store_true", help="print CPU seconds too, and the s/MB ratio of CPU time (on a "
+                    "shared machine wall time swings with the load; CPU time much less)")
     ap.add_argument("--write", metavar="MD", help="replace the '## Text paths' section of this file")
     args = ap.parse_args()
     if args.child:
@@ -152,11 +180,12 @@ def main() -> int:
                 r = res[mb]
                 if "seconds" in r:
                     mbs = r["bytes"] / 2**20
-                    per_mb.append(r["seconds"] / mbs)
+                    per_mb.append((r["cpu_seconds"] if args.cpu else r["seconds"]) / mbs)
                     growth = r["peak_growth"] / r["bytes"]
                     if mb == max(m for m in args.sizes if "seconds" in res[m]):
                         worst_mem = growth
-                    cells.append(f"{r['seconds']:.2f} s / {r['peak_growth'] / 2**20:.0f} MB")
+                    cpu = f" (CPU {r['cpu_seconds']:.2f} s)" if args.cpu else ""
+                    cells.append(f"{r['seconds']:.2f} s{cpu} / {r['peak_growth'] / 2**20:.0f} MB")
                 else:
                     cells.append(r.get("skipped") or r.get("error", "?"))
             lin = f"{per_mb[-1] / per_mb[0]:.2f}" if len(per_mb) > 1 and per_mb[0] > 0 else "-"

@@ -806,13 +806,21 @@ class Redactor:
         return text
 
     def _apply(self, text: str, spans: list[tuple[int, int, str]]) -> str:
-        if not spans:
+        """*text* with each span replaced; *text* itself (not a copy) when no span changes, as when a text already
+        redacted (every span a placeholder already) is redacted again for an export or a share preview."""
+        changes: list[tuple[int, int, str]] = []
+        for a, b, kind in spans:
+            old = text[a:b]
+            new = self._replace(old, kind)
+            if new != old:
+                changes.append((a, b, new))
+        if not changes:
             return text
         out: list[str] = []
         last = 0
-        for a, b, kind in spans:
+        for a, b, new in changes:
             out.append(text[last:a])
-            out.append(self._replace(text[a:b], kind))
+            out.append(new)
             last = b
         out.append(text[last:])
         return "".join(out)

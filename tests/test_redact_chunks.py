@@ -4,9 +4,9 @@ hashed and exported a piece at a time; no secret may survive because a cut fell 
 Every format of the catalogue (tests/secret_formats.py) is planted so that the redactor's nominal cut
 (``pos + CHUNK``) lands on every line of it, and on the characters around it; the chunked redaction must equal
 the whole-text redaction and hold none of the secrets.  Then one session holding all of them, with tiny
-pieces for the redactor, the JSON encoder and the HTML renderer, is saved and exported: the database files,
-the bundle (bytes and streamed), the Markdown and the HTML hold no secret, and are what the whole-text
-forms give.
+pieces for the redactor, the JSON encoder and the HTML renderer (its JSON written through SQLite's blob handle),
+is saved and exported: the database files, the bundle (bytes and streamed), the Markdown and the HTML hold no
+secret, and are what the whole-text forms give.
 """
 from __future__ import annotations
 
@@ -57,6 +57,7 @@ def test_a_cut_anywhere_in_a_secret_changes_nothing(i: int, monkeypatch) -> None
 
 def test_a_session_of_straddling_secrets_is_stored_and_exported_clean(tmp_path: Path, monkeypatch) -> None:
     import diagnostics.store.bundle as B
+    import diagnostics.store as store_mod
     import diagnostics.store.summary as S
     from diagnostics.store import Store
 
@@ -78,6 +79,7 @@ def test_a_session_of_straddling_secrets_is_stored_and_exported_clean(tmp_path: 
     monkeypatch.setattr(R, "CHUNK", CHUNK)
     monkeypatch.setattr(B, "HTML_PIECE", 997)
     monkeypatch.setattr(S, "JSON_PIECE", 61)
+    monkeypatch.setattr(store_mod, "BLOB_MIN", 1)  # the report JSON written through SQLite's blob handle
     db = tmp_path / "s.db"
     store = Store(f"sqlite:///{db}")
     sid = store.save(report)
@@ -93,6 +95,7 @@ def test_a_session_of_straddling_secrets_is_stored_and_exported_clean(tmp_path: 
     monkeypatch.setattr(R, "CHUNK", 1 << 30)
     monkeypatch.setattr(B, "HTML_PIECE", 1 << 30)
     monkeypatch.setattr(S, "JSON_PIECE", 1 << 30)
+    monkeypatch.setattr(store_mod, "BLOB_MIN", 1 << 30)  # ... and as one bound text
     store = Store(f"sqlite:///{tmp_path / 'w.db'}")
     report["session_id"] = sid
     assert store.save(report) == sid

@@ -18,6 +18,7 @@ import pytest
 import diagnostics.store.bundle as B
 import diagnostics.store.summary as S
 from diagnostics.store import stats
+from tests.pgserver import db_url, pg_url  # noqa: F401
 
 ATOMS = ["a", " ", "\t", "\r", "\r\n", "\n", "\n", "   \n", "<", ">", "&", "&amp;", "\"", "'", "`", "``", "~~~", "\x02",
          "\x03", "\u00a0", "é", "中", "😀", "*", "_", "[x](javascript:1)", "<script>", "#", "|", "- ", "1. ", "    ",
@@ -145,4 +146,66 @@ def test_store_writes_the_reports_it_returns(tmp_path, monkeypatch) -> None:
     a, b = json.loads(fp.getvalue()), json.loads(store.export_bundle(sid))
     assert {k: v for k, v in a.items() if k not in ("exported_at", "sha256")} == \
         {k: v for k, v in b.items() if k not in ("exported_at", "sha256")}
+    store.close()
+
+
+def test_json_size_and_bytes_are_those_of_dumps(monkeypatch) -> None:
+    monkeypatch.setattr(S, "JSON_PIECE", 7)
+    rnd = random.Random(2)
+    for _ in range(300):
+        v = {"x": _value(rnd), "log": "a\"b中😀\x1b\n" * rnd.randint(0, 40)}
+        want = S.dumps(v).encode("utf-8")
+        assert S.json_size(v) == len(want)
+        assert b"".join(S.json_bytes(v, size=rnd.randint(1, 50))) == want
+
+
+@pytest.mark.parametrize("blob_min", [1, 1 << 30])
+def test_long_report_written_through_a_blob_reads_back_the_same(tmp_path, monkeypatch, blob_min: int) -> None:
+    """A report at least BLOB_MIN bytes long is stored through SQLite's blob handle: the same JSON text comes back
+    (get_json, get, export, import, rediagnosis, fleet refresh) as for a report stored as a bound text."""
+    import diagnostics.store as store_mod
+    from sqlalchemy import text
+
+    monkeypatch.setattr(store_mod, "BLOB_MIN", blob_min)
+    store = store_mod.Store(f"sqlite:///{tmp_path / 's.db'}")
+    log = "".join(f"line {i} 中 \x1b[31m \"q\" HF_TOKEN=hf_{'ab' * 20}{i:04d} ok\n" for i in range(400))
+    rep = {"host": "h", "logs": [{"name": "big", "text": log}], "facts": {"gpu.names": ["X"], "n": 1.5},
+           "diagnoses": [{"id": "d", "severity": "error", "evidence": [{"excerpt": "e", "source": "big"}]}]}
+    sid = store.save(rep)
+    with store.engine.connect() as conn:
+        kind = conn.execute(text("SELECT typeof(report_json) FROM session_reports")).scalar_one()
+    assert kind == ("blob" if blob_min == 1 else "text")
+    got = store.get_json(sid)
+    assert isinstance(got, str) and got == S.dumps(store.get(sid)) and "hf_abab" not in got
+    assert store.get(sid)["logs"][0]["text"].count("\n") == 400
+    store.replace_report(sid, store.get(sid), note="again")
+    assert store.get_json(sid) == got
+    stats.refresh(store)
+    store.refresh_fleet(sid)
+    data = store.export_bundle(sid)
+    other = store_mod.Store(f"sqlite:///{tmp_path / 'o.db'}")
+    first = other.import_bundle_ex(data)
+    assert not first["existing"] and other.get_json(first["id"]) == got
+    assert other.import_bundle_ex(data)["existing"]  # the same session again: recognised, stored once
+    store.close()
+    other.close()
+
+
+def test_long_report_streamed_to_either_database_reads_back_the_same(db_url: str, monkeypatch) -> None:  # noqa: F811
+    """SQLite (blob handle) and PostgreSQL (COPY) with every report streamed: backslashes, tabs, CR, line breaks and
+    non-ASCII come back as saved, on save, rediagnosis and import."""
+    import diagnostics.store as store_mod
+
+    monkeypatch.setattr(store_mod, "BLOB_MIN", 1)
+    store = store_mod.Store(db_url)
+    log = "".join(f"l{i} 中 \\ a\\b \\n \x1b[31m \"q\"\tt\r\n PASSWORD=hunter2secret{i}\n" for i in range(300))
+    sid = store.save({"host": "h", "logs": [{"name": "big", "text": log}], "facts": {"n": 1.5}})
+    got = store.get_json(sid)
+    assert got == S.dumps(store.get(sid)) and "hunter2secret" not in got
+    assert store.get(sid)["logs"][0]["text"].count("\\ a\\b \\n") == 300
+    store.replace_report(sid, store.get(sid), note="again")
+    assert store.get_json(sid) == got
+    data = store.export_bundle(sid)
+    store.delete(sid)
+    assert store.import_bundle_ex(data)["id"] == sid and store.get_json(sid) == got
     store.close()

@@ -21,11 +21,11 @@ import uuid
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, TypeVar
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import delete, func, insert, literal_column, select, update
 from sqlalchemy.exc import OperationalError
 
 from ..redact import preview_report, redact_report, redact_text
-from .bundle import (BundleError, build_bundle, iter_html, iter_markdown, parse_bundle, render_html, render_markdown,
+from .bundle import (BundleError, iter_html, iter_markdown, parse_bundle, render_html, render_markdown,
                      validate_report, write_bundle)
 from .models import (STATUSES, DiagnosisRow, FactRow, GenerationRow, NoteRow, ProbeResultRow, ReportRow,
                      SessionRow, metadata)
@@ -33,7 +33,7 @@ from . import stats as fleet
 from . import search
 from .base import SessionNotFound, StoreError
 from .engine import _alembic_config, current_revision, default_url, head_revision, make_engine, migrate, normalise_url
-from .summary import dumps, parse_time, sha256_of, summarise, utcnow
+from .summary import dumps, json_bytes, json_size, parse_time, sha256_of, summarise, utcnow
 
 __all__ = ["metadata", "Store", "StoreError", "BundleError", "SessionNotFound", "default_url", "migrate", "make_engine",
            "normalise_url", "current_revision", "head_revision", "_alembic_config", "render_markdown", "render_html",
@@ -48,6 +48,7 @@ G = GenerationRow.__table__
 N = NoteRow.__table__
 R = ReportRow.__table__
 MAX_NOTE_CHARS = 100_000
+BLOB_MIN = 1 << 20  # SQLite: a report JSON of this many bytes or more is written through a blob handle (_put_report)
 
 
 def _valid_uuid4(value: Any) -> bool:
@@ -141,7 +142,6 @@ class Store:
         return self._write(tx)
 
     def _insert(self, conn: Any, sid: str, rep: dict[str, Any], *, imported: bool) -> None:
-        text = dumps(rep)
         now = utcnow()
         created = parse_time(rep.get("created_at")) or now
         conn.execute(insert(S).values(
@@ -149,9 +149,53 @@ class Store:
             source=str(rep.get("source") or "live")[:16], tool_version=str(rep.get("tool_version") or "")[:64],
             kb_version=str(rep.get("kb_version") or "")[:64], report_sha256=sha256_of(rep),
             saved_at=now, updated_at=now, status="new", imported=imported, **summarise(rep)))
-        conn.execute(insert(R).values(session_id=sid, report_json=text))
+        self._put_report(conn, sid, rep)
         self._insert_children(conn, sid, rep)
         fleet.write(conn, sid, created, rep.get("host") or "", rep)
+
+    def _put_report(self, conn: Any, sid: str, rep: dict[str, Any], *, replace: bool = False) -> None:
+        """Store :func:`dumps` of *rep* as the report row of *sid* (a new row, or in place of its row: *replace*).
+
+        A bound text parameter costs SQLite two copies of it (Python's sqlite3 binds a copy, and the record built
+        for the row is another), on top of the JSON text itself: three copies of a 64 MB log.  So on SQLite a long
+        report is stored as a zero-filled value of its exact size (``zeroblob``, which SQLite never materialises)
+        and its JSON is written into it through a blob handle, a piece at a time: the JSON is never held whole.
+        The value then has SQLite's BLOB type (the same UTF-8 bytes); models.JSONText reads it back as text."""
+        raw = conn.connection.dbapi_connection
+        if self.dialect == "postgresql" and self.engine.dialect.driver == "psycopg" and json_size(rep) >= BLOB_MIN:
+            self._copy_report(conn, raw, sid, rep, replace=replace)
+            return
+        size = json_size(rep) if self.dialect == "sqlite" and hasattr(raw, "blobopen") else -1
+        if size < BLOB_MIN:
+            value: Any = dumps(rep)
+        else:
+            value = func.zeroblob(size)
+        if replace:
+            conn.execute(update(R).where(R.c.session_id == sid).values(report_json=value))
+        else:
+            conn.execute(insert(R).values(session_id=sid, report_json=value))
+        del value
+        if size < BLOB_MIN:
+            return
+        rowid = conn.execute(select(literal_column("rowid")).select_from(R).where(R.c.session_id == sid)).scalar_one()
+        with raw.blobopen(R.name, "report_json", rowid) as blob:
+            for data in json_bytes(rep):
+                blob.write(data)
+
+    @staticmethod
+    def _copy_report(conn: Any, raw: Any, sid: str, rep: dict[str, Any], *, replace: bool) -> None:
+        """PostgreSQL (psycopg 3): the report row sent by ``COPY ... FROM STDIN`` a piece of its JSON at a time, in
+        the same transaction; a bound text would be the JSON text, its encoded bytes and libpq's copy of them.  In
+        COPY's text format a backslash, line break, carriage return and tab are escaped (compact JSON holds no raw
+        control character: only its backslashes change)."""
+        if replace:
+            conn.execute(delete(R).where(R.c.session_id == sid))
+        with raw.cursor() as cur, cur.copy(f"COPY {R.name} (session_id, report_json) FROM STDIN") as cp:
+            cp.write(sid.encode("utf-8") + b"\t")
+            for data in json_bytes(rep):
+                cp.write(data.replace(b"\\", b"\\\\").replace(b"\n", b"\\n").replace(b"\r", b"\\r")
+                         .replace(b"\t", b"\\t"))
+            cp.write(b"\n")
 
     def _insert_children(self, conn: Any, sid: str, rep: dict[str, Any]) -> None:
         probes = [p for p in rep.get("probes") or [] if isinstance(p, dict)]
@@ -277,9 +321,18 @@ class Store:
 
     # ------------------------------------------------------------------------------------------ bundles
     def export_bundle(self, sid: str, mask_identity: bool = False) -> bytes:
-        """The shareable bundle of a session: secrets are redacted again, identity masked on request."""
-        session = redact_report(self.get(sid), mask_identity=mask_identity)
-        return build_bundle(session)
+        """The shareable bundle of a session: secrets are redacted again, identity masked on request.
+
+        Made by :meth:`write_bundle` into a temporary file and read back once the session is let go: the bytes
+        (about three times the session's logs: the session, its Markdown and its HTML) are the only large thing
+        held when they are returned (a BytesIO held them beside the session and grew by copies)."""
+        import tempfile
+
+        with tempfile.TemporaryFile() as fp:
+            size = self.write_bundle(sid, fp, mask_identity=mask_identity)
+            fp.seek(0)
+            data = fp.read(size)
+        return data
 
     def write_bundle(self, sid: str, fp: Any, mask_identity: bool = False) -> int:
         """:meth:`export_bundle` written to the binary file *fp* as it is made (the bundle, about three times the
@@ -369,7 +422,7 @@ class Store:
             fleet.write(conn, sid, row.created_at, row.host, new)
             for t in (G, D, F, P):
                 conn.execute(delete(t).where(t.c.session_id == sid))
-            conn.execute(update(R).where(R.c.session_id == sid).values(report_json=dumps(new)))
+            self._put_report(conn, sid, new, replace=True)
             conn.execute(update(S).where(S.c.id == sid).values(
                 report_sha256=sha256_of(new), updated_at=utcnow(),
                 kb_version=str(new.get("kb_version") or "")[:64], **summarise(new)))

@@ -465,12 +465,14 @@ def iter_html(report: dict[str, Any]) -> Any:
 
 # ----------------------------------------------------------------------------------------------- bundles
 def build_bundle(session: dict[str, Any]) -> bytes:
-    """The bundle file of *session* (see :func:`write_bundle`)."""
-    import io
+    """The bundle file of *session* (see :func:`write_bundle`): written to a temporary file and read back in one
+    piece of its exact size (a BytesIO grows by copies, up to twice the bundle while it grows)."""
+    import tempfile
 
-    buf = io.BytesIO()
-    write_bundle(session, buf)
-    return buf.getvalue()  # BytesIO hands over its buffer: no second copy
+    with tempfile.TemporaryFile() as fp:
+        size = write_bundle(session, fp)
+        fp.seek(0)
+        return fp.read(size)
 
 
 def write_bundle(session: dict[str, Any], fp: Any) -> int:

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Optional
 
 from sqlalchemy import BigInteger, Column, DateTime, ForeignKey, Index, Text
+from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
 metadata = SQLModel.metadata
@@ -60,11 +61,21 @@ class SessionRow(SQLModel, table=True):
     imported: bool = False
 
 
+class JSONText(TypeDecorator):
+    """Text.  On SQLite a long report's JSON is written through a blob handle (Store._put_report), so the value
+    is stored as its UTF-8 bytes (SQLite's BLOB type); it is read back as the same text."""
+    impl = Text
+    cache_ok = True
+
+    def process_result_value(self, value: object, dialect: object) -> object:
+        return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
 class ReportRow(SQLModel, table=True):
     """The full (redacted) report JSON of a session, verbatim: the source of truth for get()/export."""
     __tablename__ = "session_reports"
     session_id: str = Field(sa_column=Column(ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True))
-    report_json: str = Field(sa_column=Column(Text, nullable=False))
+    report_json: str = Field(sa_column=Column(JSONText, nullable=False))
 
 
 class ProbeResultRow(SQLModel, table=True):

@@ -33,6 +33,27 @@ def sha256_of(obj: Any) -> str:
 JSON_PIECE = 1 << 20  # a string longer than this is encoded a piece at a time
 
 
+def json_size(obj: Any) -> int:
+    """The length in UTF-8 bytes of :func:`dumps` of *obj*, counted piece by piece (nothing built whole)."""
+    return sum(len(c) if c.isascii() else len(c.encode("utf-8", "surrogatepass")) for c in iter_json(obj))
+
+
+def json_bytes(obj: Any, size: int | None = None) -> Any:
+    """:func:`dumps` of *obj* as UTF-8 bytes, in pieces of about *size* characters (default :data:`JSON_PIECE`;
+    joined: ``dumps(obj).encode()``)."""
+    size = size or JSON_PIECE
+    buf: list[str] = []
+    n = 0
+    for chunk in iter_json(obj):
+        buf.append(chunk)
+        n += len(chunk)
+        if n >= size:
+            yield "".join(buf).encode("utf-8")
+            buf, n = [], 0
+    if buf:
+        yield "".join(buf).encode("utf-8")
+
+
 class Pieces:
     """A string given as the pieces *make()* yields (a fresh iterator on each call): :func:`iter_json` writes it
     as one JSON string without ever joining it."""
