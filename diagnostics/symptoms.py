@@ -216,6 +216,7 @@ class Lexicon:
     generic: frozenset[str] = frozenset()  # tokens that alone suggest nothing
     stopwords: frozenset[str] = frozenset()  # filler words, dropped
     excluded: frozenset[str] = frozenset()  # kb ids never guessed from words (not_from_description)
+    describable: frozenset[str] = frozenset()  # measured-only entries a user reports too (describable_measurements)
     function_chars: frozenset[str] = frozenset()  # Chinese function characters: no pair is built across them
     named: tuple["NamedKind", ...] = ()    # software, vendors, systems a description names (see NamedKind)
     # (tokens, token, variants): where one of the tokens occurs, these variants read as token ("shared memory" next to
@@ -344,11 +345,14 @@ def build_lexicon(data: dict[str, Any]) -> Lexicon:
     generic = frozenset(str(x) for x in data.get("generic") or [])
     stop = frozenset(normalize(str(x)) for x in data.get("stopwords") or [])
     excluded = frozenset(str(x) for x in data.get("not_from_description") or [])
+    describable = frozenset(str(x) for x in data.get("describable_measurements") or [])
+    if excluded & describable:
+        raise ValueError(f"symptom lexicon: both never guessed and describable: {sorted(excluded & describable)}")
     fchars = str(data.get("function_chars") or "")
     if any(not _HAN.match(c) for c in fchars):
         raise ValueError("symptom lexicon: function_chars must be Chinese characters only")
     return Lexicon(phrases, patterns, weights, frozenset(topics), frozenset(weak), tuple(synonyms), generic=generic,
-                   stopwords=stop, excluded=excluded, function_chars=frozenset(fchars),
+                   stopwords=stop, excluded=excluded, describable=describable, function_chars=frozenset(fchars),
                    named=_named_kinds(data.get("named") or []),
                    in_context=_context_rules(data.get("in_context") or [], seen_tokens)).compile()
 
