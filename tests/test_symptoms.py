@@ -587,6 +587,14 @@ def test_round7_normalisations():
     # to utilize is to use, not the utilisation of a GPU
     assert "util" not in words("it cannot utilize the shared GPU memory") and "util" in words("GPU utilization is 0%")
     assert "fallenoff" in words("one GPU is lost during the training") and "fallenoff" in words("GPU lost")
+    # a size's unit apart from its number says no more than the size; the firmware setup is one word
+    assert words("total 2.0 GiB of 16 GB") == {"total"} and "tinyvram" in words("only 512 MB")
+    assert "bios" in words("the setting in my UEFI configuration") and "bios" in words("BIOS设置")
+    assert "sharedvram" in words("igpu uses system memory as vram")
+    assert "gpuslower" in words("使用CPU生成速度都比GPU快很多") and "gpuslower" in words("it is slower than on the CPU")
+    assert "beforestart" in words("memory is in use before my code starts") and "sharedmachine" in words(
+        "could it be used by another process?")
+    assert "tensorflow" in symptoms.load_lexicon().names_in(symptoms._fold("TF-ROCm uses the CPU only"))
 
 
 def test_named_and_context_sections_are_checked():
