@@ -136,39 +136,29 @@ def test_retired_batches_are_whole_and_out_of_the_heldout_split():
     assert set(eval_kb.HELDOUT_BATCHES).isdisjoint(eval_kb.RETIRED_BATCHES)
 
 
-def test_heldout_batch4_size_spread_and_languages():
-    """Batch 4 (frozen 2026-12-02 01:07 UTC) on its own: the size the round asked for, half Chinese, spread."""
-    logs = eval_kb.load_heldout_cases(batch=4)
-    syms = eval_kb.load_heldout_symptoms(batch=4)
-    assert all(eval_kb.HELDOUT4_DIR in c.path.parents for c in logs)
-    negatives = [c for c in logs if c.negative]
-    # 40 at freeze; h146 moved to tuning on 2026-12-02 (its pip lines are the same as a retired batch-1 log's)
-    assert len(logs) >= 39 and len(negatives) >= 8, (len(logs), len(negatives))
-    per_id = collections.Counter(c.expected for c in logs if not c.negative)
-    assert len(per_id) >= 20, f"batch 4 covers only {len(per_id)} ids"
-    crowded = {k: v for k, v in per_id.items() if v > 3}
-    assert not crowded, f"more than 3 batch-4 logs for one id: {crowded}"
-    langs = collections.Counter(s.lang for s in syms)
-    assert len(syms) >= 24 and langs["zh"] >= len(syms) / 2 - 1 and langs["en"] >= len(syms) / 2 - 1, langs
-    # batch 4 continues the numbering of batches 1-3 (h142-, s098-) so names never collide
-    assert min(int(c.path.stem[1:4]) for c in logs) >= 142
-    assert min(int(s.id[1:4]) for s in syms) >= 98
+# per batch: minimum logs, negatives, descriptions, first log number, first description number, most logs per id.
+# Batch 4 had 40 logs at freeze; h146 moved to tuning on 2026-12-02 (its pip lines equal a retired batch-1 log's).
+BATCH_SHAPE = {4: (39, 8, 24, 142, 98, 3), 5: (40, 10, 30, 182, 122, 4)}
 
 
-def test_heldout_batch5_size_spread_and_languages():
-    """Batch 5 (collected 2026-12-02 before that session's KB changes merged): size, spread, half Chinese."""
-    logs = eval_kb.load_heldout_cases(batch=5)
-    syms = eval_kb.load_heldout_symptoms(batch=5)
-    assert all(eval_kb.HELDOUT5_DIR in c.path.parents for c in logs)
+@pytest.mark.parametrize("batch", sorted(BATCH_SHAPE))
+def test_heldout_batch_size_spread_and_languages(batch):
+    """Each held-out batch on its own: the size its round asked for, half Chinese, spread over ids, numbered after
+    the batches before it so that names never collide."""
+    min_logs, min_neg, min_syms, first_log, first_sym, per_id_max = BATCH_SHAPE[batch]
+    logs = eval_kb.load_heldout_cases(batch=batch)
+    syms = eval_kb.load_heldout_symptoms(batch=batch)
+    assert all(eval_kb.HELDOUT_BATCHES[batch][0] in c.path.parents for c in logs)
     negatives = [c for c in logs if c.negative]
-    assert len(logs) >= 40 and len(negatives) >= 10, (len(logs), len(negatives))
+    assert len(logs) >= min_logs and len(negatives) >= min_neg, (len(logs), len(negatives))
     per_id = collections.Counter(c.expected for c in logs if not c.negative)
-    assert len(per_id) >= 20, f"batch 5 covers only {len(per_id)} ids"
+    assert len(per_id) >= 20, f"batch {batch} covers only {len(per_id)} ids"
+    crowded = {k: v for k, v in per_id.items() if v > per_id_max}
+    assert not crowded, f"more than {per_id_max} batch-{batch} logs for one id: {crowded}"
     langs = collections.Counter(s.lang for s in syms)
-    assert len(syms) >= 30 and langs["zh"] >= len(syms) / 2 - 1 and langs["en"] >= len(syms) / 2 - 1, langs
-    # batch 5 continues the numbering of batches 1-4 so names never collide
-    assert min(int(c.path.stem[1:4]) for c in logs) >= 182
-    assert min(int(s.id[1:4]) for s in syms) > max(int(s.id[1:4]) for s in eval_kb.load_heldout_symptoms(batch=4))
+    assert len(syms) >= min_syms and langs["zh"] >= len(syms) / 2 - 1 and langs["en"] >= len(syms) / 2 - 1, langs
+    assert min(int(c.path.stem[1:4]) for c in logs) >= first_log
+    assert min(int(s.id[1:4]) for s in syms) >= first_sym
 
 
 @pytest.mark.parametrize("batch", [4, 5])
