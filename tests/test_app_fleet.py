@@ -97,6 +97,10 @@ def test_draft_from_group_and_rediagnose(db, bases, tmp_path) -> None:
         res = at.session_state["fleet_rediag"]
         assert res["explained"] >= g["count"] and res["explained_by"][v.entry.id] >= g["count"]
         assert any(f"{res['explained']} session(s) now explained" in s.value for s in at.success)
+        # each cause that explained sessions is named in text (readable and copyable), linked to its sessions
+        line = next(m.value for m in at.markdown if "sessions it now explains" in m.value)
+        assert f"[{v.entry.id}](" in line and f"by=cause&value={v.entry.id}" in line
+        assert f": {res['explained_by'][v.entry.id]}" in line
     finally:
         (__import__("pathlib").Path(kb) / f"{v.entry.id}.yaml").unlink()
 

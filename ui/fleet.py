@@ -200,7 +200,8 @@ if res:
     st.success(T("ui.fleet.rediagnosed", n=res["rediagnosed"], changed=res["changed"], explained=res["explained"],
                  before=res["queue_before"], after=res["queue_after"]))
     if res["explained_by"]:
-        st.dataframe([{T("ui.fleet.dim_cause"): k, T("ui.fleet.col_explained"): v}
-                      for k, v in res["explained_by"].items()], hide_index=True)
+        # as text, not a data grid: a handful of rows, each id readable, copyable and a link to its sessions
+        st.markdown(f"**{T('ui.fleet.col_explained')}**\n\n" + "\n".join(
+            f"- [{safe.md_inline(k, 120)}]({_link('cause', k)}): {v}" for k, v in res["explained_by"].items()))
     if res["errors"]:
         st.warning(T("ui.fleet.rediagnose_errors", n=len(res["errors"])))
