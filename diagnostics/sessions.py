@@ -72,15 +72,17 @@ def compare_sessions(store: Store, id_a: str, id_b: str) -> dict[str, Any]:
 
 
 def _findings(r: dict[str, Any]) -> str:
-    # the verdict's inputs too: a session saved before "unexplained" existed gets its new verdict stored
-    return dumps([r.get("diagnoses"), r.get("not_ruled_out"), r.get("kb_version"), r.get("root_causes"),
-                  r.get("unexplained"), r.get("verdict")])
+    # the verdict's inputs too: a session saved before "unexplained" existed gets its new verdict stored; not the
+    # KB version (a new KB that finds the same is not a change to the session's diagnosis)
+    return dumps([r.get("diagnoses"), r.get("not_ruled_out"), r.get("root_causes"), r.get("unexplained"),
+                  r.get("verdict")])
 
 
 def rediagnose_session(store: Store, sid: str, diagnose: Diagnose | None = None) -> dict[str, Any]:
     """Diagnose a stored session again (with *diagnose*, by default the service's ``rediagnose``: today's KB and
     rules) and update it in place, with a note saying what appeared and disappeared. Returns {"id", "changed",
-    "appeared", "disappeared", "unchanged"}."""
+    "restamped", "appeared", "disappeared", "unchanged"}: "changed" when the findings or the verdict differ,
+    "restamped" when only the KB version does (the row then records the KB it was checked against, no note)."""
     old = store.get(sid)
     new = (diagnose or service.rediagnose)(json.loads(json.dumps(old)))
     if not isinstance(new, dict):
@@ -89,7 +91,8 @@ def rediagnose_session(store: Store, sid: str, diagnose: Diagnose | None = None)
     new["session_id"] = sid
     diff = compare_reports(old, new)
     changed = _findings(old) != _findings(new)
-    if changed:
+    restamped = not changed and old.get("kb_version") != new.get("kb_version")
+    if changed or restamped:
         note = None
         if diff["appeared"] or diff["disappeared"]:
             note = "Re-diagnosed with KB {}: appeared {}; disappeared {}.".format(
@@ -99,13 +102,14 @@ def rediagnose_session(store: Store, sid: str, diagnose: Diagnose | None = None)
         store.replace_report(sid, new, note=note)
     else:
         store.refresh_fleet(sid)  # today's verdict rule for the fleet rows
-    return {"id": sid, "changed": changed, "appeared": diff["appeared"], "disappeared": diff["disappeared"],
-            "unchanged": diff["unchanged"]}
+    return {"id": sid, "changed": changed, "restamped": restamped, "appeared": diff["appeared"],
+            "disappeared": diff["disappeared"], "unchanged": diff["unchanged"]}
 
 
 def rediagnose_all(store: Store, diagnose: Diagnose | None = None, batch: int = 200) -> dict[str, Any]:
-    """Every stored session again, in id order a batch at a time: counts and per-session errors."""
-    done = changed = 0
+    """Every stored session again, in id order a batch at a time: counts ("changed": findings or verdict differ;
+    "restamped": only the KB version did) and per-session errors."""
+    done = changed = restamped = 0
     errors: dict[str, str] = {}
     last = ""
     while ids := store.ids_after(last, batch):
@@ -114,12 +118,13 @@ def rediagnose_all(store: Store, diagnose: Diagnose | None = None, batch: int = 
                 r = rediagnose_session(store, sid, diagnose)
                 done += 1
                 changed += bool(r["changed"])
+                restamped += bool(r["restamped"])
             except SessionNotFound:
                 continue  # deleted meanwhile
             except Exception as e:  # one bad session must not stop the rest
                 errors[sid] = f"{type(e).__name__}: {e}"
         last = ids[-1]
-    return {"rediagnosed": done, "changed": changed, "errors": errors}
+    return {"rediagnosed": done, "changed": changed, "restamped": restamped, "errors": errors}
 
 
 def rediagnose_fleet(store: Store, diagnose: Diagnose | None = None) -> dict[str, Any]:

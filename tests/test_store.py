@@ -228,7 +228,18 @@ def test_rediagnose_with_a_service_double(store: Store) -> None:
     assert len(store.notes(sid)) == 1, "an unchanged re-diagnosis adds no note"
     store.save(sample_report())
     res_all = sessions.rediagnose_all(store, fake_rediagnose)
-    assert res_all == {"rediagnosed": 2, "changed": 1, "errors": {}}
+    assert res_all == {"rediagnosed": 2, "changed": 1, "restamped": 0, "errors": {}}
+    # a newer KB that finds the same: not a change (no note), but the row records the KB it was checked against
+    notes = len(store.notes(sid))
+
+    def same_findings_newer_kb(report: dict) -> dict:
+        return {**fake_rediagnose(report), "kb_version": "2027.02"}
+
+    res = sessions.rediagnose_session(store, sid, same_findings_newer_kb)
+    assert res["changed"] is False and res["restamped"] is True and not res["appeared"] and not res["disappeared"]
+    assert store.get(sid)["kb_version"] == "2027.02" and len(store.notes(sid)) == notes
+    res_all = sessions.rediagnose_all(store, same_findings_newer_kb)
+    assert res_all == {"rediagnosed": 2, "changed": 0, "restamped": 1, "errors": {}}
 
 
 def test_rediagnose_with_the_real_service(store: Store) -> None:
