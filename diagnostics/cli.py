@@ -486,3 +486,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_TOOL
     except BrokenPipeError:
         return EXIT_OK
+
+
+if __name__ == "__main__":  # `python -m diagnostics.cli ...` is the same command as `python -m diagnostics ...`
+    sys.exit(main())

@@ -299,3 +299,18 @@ def test_text_alone_never_claims_that_every_check_passed():
     guessed = verdict("match", "--describe", "torch.cuda.is_available() returns False on my RX 7900 XTX")
     assert "nothing confirmed from the text alone" in guessed and "every check" not in guessed
     assert "没有对本机运行检查" in verdict("--lang", "zh", "match", "--describe", "一切正常，谢谢")
+
+
+@pytest.mark.parametrize("module", ["diagnostics", "diagnostics.cli"])
+def test_both_module_spellings_run_the_command(module, tmp_path):
+    """`python -m diagnostics.cli` is the same command as `python -m diagnostics`: it once imported, did nothing
+    and exited 0, so `kb test` "passed" without running a case."""
+    import subprocess
+    import sys
+
+    (tmp_path / "broken.yaml").write_text("id: broken\nwhen: [\n", encoding="utf-8")
+    ok = subprocess.run([sys.executable, "-m", module, "kb", "lint"], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and "entries" in ok.stdout
+    bad = subprocess.run([sys.executable, "-m", module, "kb", "--kb", str(tmp_path), "lint"], capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode != 0 and "broken" in (bad.stdout + bad.stderr)
