@@ -557,10 +557,10 @@ batch-1 descriptions s002, s008, s009, s019, s023, s036, s038 and log h056 were 
 s057, s060 shared threads with new tuning descriptions). They moved to tuning and count in no held-out figure;
 no fresh cases replaced them yet (`tests/eval/heldout/README.md`). Batch 1 is now 67 logs and 38 descriptions.
 
-**Tuning** (`tests/eval/tuning/`): 360 logs. The first 120 are issue 4's (`tests/eval/README.md`: committed while
-the KB was written, and KB commits widened patterns to pass them); the rest came from threads collected for tuning
+**Tuning** (`tests/eval/tuning/`; its counts are in the tables above). The first 120 logs are issue 4's
+(`tests/eval/README.md`: committed while the KB was written, and KB commits widened patterns to pass them); the rest came from threads collected for tuning
 in later rounds (fresh threads per failure and wording, app and version variants) and from held-out cases that were
-moved (`-ex-h` in the name). The 152 tuning descriptions (`tests/eval/tuning-symptoms.yaml`) and the 55 of the
+moved (`-ex-h` in the name). The tuning descriptions (`tests/eval/tuning-symptoms.yaml`) and those of the
 "tuning check" (`tests/eval/tuning-symptoms-check.yaml`, split off per label and language before a round tuned the
 ranking and scored once at its end) likewise. Every tuning case has been seen: its figures are optimistic; the
 check half is unseen only for the round that collected it.
