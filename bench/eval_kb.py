@@ -47,25 +47,23 @@ TUNING_DIR = EVAL_DIR / "tuning"
 CASES_DIR = TUNING_DIR  # the name older callers use
 HELDOUT_DIR = EVAL_DIR / "heldout"
 # batch 4: collected and frozen 2026-12-02 (01:07 UTC) before that round's KB/matcher changes
-HELDOUT4_DIR = HELDOUT_DIR / "batch4"
-HELDOUT4_LOGS = HELDOUT4_DIR / "logs"
-HELDOUT4_SYMPTOMS = HELDOUT4_DIR / "symptoms.yaml"
+# (retired to tuning in session 8, 2026-12-02, when its misses were studied: now under retired/batch4)
 HELDOUT4_FROZEN = "2026-12-02 01:07 UTC"
 # batch 5: collected in session 6 and frozen before any of that session's KB/matcher changes was merged
 HELDOUT5_DIR = HELDOUT_DIR / "batch5"
 HELDOUT5_FROZEN = "2026-12-02 07:14 UTC"
 # the held-out batches, each reported on its own (newest first) before all of them combined: number -> (folder, frozen)
 HELDOUT_BATCHES = {
-    4: (HELDOUT4_DIR, HELDOUT4_FROZEN),
     5: (HELDOUT5_DIR, HELDOUT5_FROZEN),
 }
-# former held-out batches 1-3, retired to tuning on 2026-12-02 (session 6): their misses were studied and fixed
-# from then on, so they count in no held-out figure; scored with the tuning split (docs/EVALUATION.md, Protocol)
+# former held-out batches 1-3 (retired in session 6) and 4 (session 8), all on 2026-12-02: their misses were studied
+# and fixed from then on, so they count in no held-out figure; scored with the tuning split (docs/EVALUATION.md)
 RETIRED_DIR = EVAL_DIR / "retired"
 RETIRED_BATCHES = {
     1: (RETIRED_DIR / "batch1", "2026-12-01"),
     2: (RETIRED_DIR / "batch2", "2026-12-01 15:27 UTC"),
     3: (RETIRED_DIR / "batch3", "2026-12-01 21:51 UTC"),
+    4: (RETIRED_DIR / "batch4", HELDOUT4_FROZEN),
 }
 RETIRED_ON = "2026-12-02"
 TUNING_SYMPTOMS = EVAL_DIR / "tuning-symptoms.yaml"   # descriptions anyone may tune on (issue 14)
@@ -504,13 +502,14 @@ def _baseline_section() -> list[str]:
            "| batch | measured | logs top-1 | top-3 | top-3 incl. possible | negatives clean | descriptions top-1 | top-3 |",
            "|---|---|---|---|---|---|---|---|"]
     rows = 0
-    for n in sorted(HELDOUT_BATCHES, reverse=True):
+    for n in sorted(set(HELDOUT_BATCHES) | set(RETIRED_BATCHES), reverse=True):   # retired batches keep their row
         path = ROOT / "bench" / f"eval_baseline_batch{n}.json"
         if not path.exists():
             continue
         b = json.loads(path.read_text(encoding="utf-8"))
         h, sy = b.get(f"heldout{n}_logs", {}), b.get(f"heldout{n}_symptoms", {})
-        out.append(f"| {n} | {b.get('date', '?')} at `{b.get('commit', '?')}` | {_pct(h.get('top1', 0))} | "
+        label = f"{n}" if n in HELDOUT_BATCHES else f"{n} (retired)"
+        out.append(f"| {label} | {b.get('date', '?')} at `{b.get('commit', '?')}` | {_pct(h.get('top1', 0))} | "
                    f"{_pct(h.get('top3', 0))} | {_pct(h.get('top3_any', 0))} | "
                    f"{h.get('negatives_clean', 0)}/{h.get('negatives', 0)} | {_pct(sy.get('top1', 0))} | "
                    f"{_pct(sy.get('top3', 0))} |")
@@ -522,6 +521,10 @@ def _baseline_section() -> list[str]:
 
 
 COLLECTION = """\
+**Batch 4 retired to tuning** (`tests/eval/retired/batch4`, 2026-12-02, session 8), whole, before that session's
+KB and matcher changes, so that its misses could be studied; a fresh batch replaced it in the held-out split. Its
+collection is described below as it was when it was held out.
+
 **Retired to tuning** (`tests/eval/retired/batch1-3`, 2026-12-02, session 6). Batches 1-3 were held out from
 2026-12-01 (frozen then at 15:27 and 21:51 UTC, each before that round's KB and matcher changes) until their misses
 were studied and fixed that session; a held-out case that leads to a KB change moves to tuning (rule 3), so all three
@@ -530,7 +533,7 @@ descriptions, collected with the search tool from public threads nothing in the 
 the cause the thread itself established; their freeze-time figures are in `bench/eval_baseline_batch{2,3}.json`,
 their collection in `tests/eval/retired/README.md`.
 
-**Held-out batch 4** (`tests/eval/heldout/batch4/`, frozen 2026-12-02 01:07 UTC, before that round's KB and
+**Former held-out batch 4** (now `tests/eval/retired/batch4/`, frozen 2026-12-02 01:07 UTC, before that round's KB and
 matcher changes): 40 logs (32 with a cause over 25 ids, 8 healthy or unrelated) and 24 descriptions (12 Chinese,
 12 English, all copied as written), collected the same way from threads that nothing in the repository, the earlier
 batches, the tuning split or the other helpers' work in progress cited (URLs checked again just before freezing;
@@ -631,7 +634,7 @@ def markdown_report(results: dict[str, Any]) -> str:
             "", "### Tuning misses", "", "```", miss_table(tl).rstrip(), "```", ""]
     rl, rs = results.get("retired_logs"), results.get("retired_symptoms")
     if rl or rs:
-        out += [f"### Retired held-out batches 1-3 (tuning data since {RETIRED_ON})", "",
+        out += [f"### Retired held-out batches 1-4 (tuning data since {RETIRED_ON})", "",
                 "Former held-out batches, scored here with the tuning split: from the day they retired their misses",
                 "were studied and fixed, so they are no longer unseen (`tests/eval/retired/`).", ""]
         if rl:
@@ -757,7 +760,7 @@ def main(argv: list[str] | None = None) -> int:
         if "tuning_logs" in results:
             _print_logs("tuning logs", results["tuning_logs"])
         if results.get("retired_logs"):
-            _print_logs(f"retired held-out logs (batches 1-3, tuning since {RETIRED_ON})", results["retired_logs"])
+            _print_logs(f"retired held-out logs (batches 1-4, tuning since {RETIRED_ON})", results["retired_logs"])
         if results.get("retired_symptoms"):
             _print_symptoms(results["retired_symptoms"], f"retired held-out descriptions (tuning since {RETIRED_ON})")
         if "tuning_symptoms" in results:
