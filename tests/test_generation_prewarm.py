@@ -34,7 +34,8 @@ def test_prewarm_leaves_the_global_random_state_alone():
 
 
 def _plan(device="cuda", display="builtin:tiny", params=200_000):
-    return child.Plan(device=device, display=display, params=params, cfg=TINY, dtype="bfloat16")
+    return child.Plan(model_dir="", display=display, cfg=TINY, params=params, seq_len=48, est={}, device=device,
+                      dtype="bfloat16")
 
 
 def test_prewarm_only_for_the_small_builtin_model_on_a_gpu(monkeypatch):

@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 import traceback
+from dataclasses import dataclass
 
 PREFIX = "@@DIAG "
 BUILTIN_VERSION = 1
@@ -723,11 +724,21 @@ CPU_SHORT_TOKENS = 8
 CPU_WARMUP_TOKENS = 4
 
 
+@dataclass
 class Plan:
-    """What was decided before loading: the model, its config, size, estimate, device and dtype."""
+    """What was decided before loading: the model, its config, size, estimate, device and dtype; then what the
+    later stages add (the GPU pre-warm thread started beside the tokenizer load, the device generation ran on)."""
 
-    def __init__(self, **kw):
-        self.__dict__.update(kw)
+    model_dir: str
+    display: str
+    cfg: dict
+    params: int | None
+    seq_len: int
+    est: dict
+    device: str
+    dtype: str
+    prewarm: "_Prewarm | None" = None
+    gen_device: str | None = None
 
 
 _CPU_AT = [time.process_time()]
@@ -947,7 +958,7 @@ def load_tokenizer(plan: Plan, result: dict):
 
 def load_on_device(args, torch, plan: Plan, result: dict):  # noqa: ANN001
     """Load the model onto the chosen device; report where its parameters really are (gen.device)."""
-    prewarm = getattr(plan, "prewarm", None)
+    prewarm = plan.prewarm
     if prewarm is not None:     # ended before any memory cap, the peak's reset and the load: nothing overlaps them
         t0 = time.perf_counter()
         result.update(prewarm.join())
