@@ -53,8 +53,13 @@ HELDOUT4_FROZEN = "2026-12-02 01:07 UTC"
 HELDOUT5_DIR = HELDOUT_DIR / "batch5"
 HELDOUT5_FROZEN = "2026-12-02 07:14 UTC"
 # the held-out batches, each reported on its own (newest first) before all of them combined: number -> (folder, frozen)
+# batch 6: collected in session 8 (two collectors, AMD/Windows and NVIDIA/Python sides) and frozen before any of
+# that session's KB/matcher changes was merged
+HELDOUT6_DIR = HELDOUT_DIR / "batch6"
+HELDOUT6_FROZEN = "2026-12-02 15:29 UTC"
 HELDOUT_BATCHES = {
     5: (HELDOUT5_DIR, HELDOUT5_FROZEN),
+    6: (HELDOUT6_DIR, HELDOUT6_FROZEN),
 }
 # former held-out batches 1-3 (retired in session 6) and 4 (session 8), all on 2026-12-02: their misses were studied
 # and fixed from then on, so they count in no held-out figure; scored with the tuning split (docs/EVALUATION.md)
