@@ -57,6 +57,7 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "dri.render_nodes": ("list[str]", "/dev/dri/renderD* nodes present"),
     "dri.permission_denied": ("bool", "opening a /dev/dri/renderD* node read-write failed with EACCES/EPERM"),
     "dri.group": ("str", "group owning the first /dev/dri/renderD* node"),
+    "dxg.present": ("bool", "/dev/dxg exists: WSL2's paravirtual GPU node, through which the Windows driver shares the host's GPU (reported only under WSL)"),
     # --- PCI inventory (no vendor software needed) --------------------------------------------------
     "pci.amd_gpu_count": ("int", "AMD display/compute devices on the PCI bus (vendor 0x1002)"),
     "pci.nvidia_gpu_count": ("int", "NVIDIA display/compute devices on the PCI bus (vendor 0x10de)"),
@@ -82,6 +83,7 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "hip.clang_version": ("str", "HIP clang version from hipconfig"),
     # --- GPUs as the compute stack sees them ---------------------------------------------------------
     "gpu.count": ("int", "GPUs visible to the compute stack"),
+    "gpu.present": ("bool", "derived: the machine has an AMD or NVIDIA GPU (on the PCI bus, named by a GPU tool or torch, or counted by a runtime); false only where the bus was read and shows none and nothing else shows one (derive.no_gpu_on_bus)"),
     "gpu.names": ("list[str]", "marketing names, in enumeration order"),
     "gpu.gfx_targets": ("list[str]", "gfx targets like 'gfx1100', 'gfx90a', in enumeration order"),
     "gpu.native_gfx_targets": ("list[str]", "gfx targets from KFD topology sysfs (gfx_target_version), before any HSA_OVERRIDE_GFX_VERSION"),
