@@ -677,6 +677,11 @@ def _recommend_install(facts: dict[str, Any], matrix: Matrix | None = None) -> I
 
 
 # {override} where no single value runs every GPU of the machine (support.override_status "impossible")
+# {override} where the one GPU's target has no override known to work (the matrix's row has none)
+OVERRIDE_NONE = {
+    "en": "<none known to work for {target}: install a build that lists {target} instead>",
+    "zh": "<没有已知可用于 {target} 的值：请改装列出 {target} 的版本>",
+}
 OVERRIDE_IMPOSSIBLE = {
     "en": "<none: no one value runs {targets} together; hide the GPU the build lacks with HIP_VISIBLE_DEVICES instead>",
     "zh": "<无：没有一个值能同时用于 {targets}；请改用 HIP_VISIBLE_DEVICES 隐藏该版本不支持的那块 GPU>",
@@ -737,6 +742,10 @@ def placeholder_values(facts: dict[str, Any], matrix: Matrix | None = None) -> d
         vals["override"] = rec
     elif inst is not None and inst.override:
         vals["override"] = inst.override
+    elif status == "impossible" and len(set(amd)) == 1:
+        # the one GPU's target has no override known to work (the matrix's row carries none, e.g. gfx1103): say so,
+        # never a family's generic value
+        vals["_override_none"] = amd[0]
     elif status == "impossible" and amd:
         # no one value runs every GPU here (e.g. gfx1102 next to gfx1103): say so, never a family's generic value
         vals["_override_impossible"] = " + ".join(dict.fromkeys(amd))
@@ -778,6 +787,8 @@ def fill(text: str, values: dict[str, str | None], lang: str = "en") -> str:
         if name not in PLACEHOLDERS:
             return mo.group(0)
         v = values.get(name)
+        if name == "override" and v is None and values.get("_override_none"):
+            return OVERRIDE_NONE.get(lang, OVERRIDE_NONE["en"]).format(target=values["_override_none"])
         if name == "override" and v is None and values.get("_override_impossible"):
             return OVERRIDE_IMPOSSIBLE.get(lang, OVERRIDE_IMPOSSIBLE["en"]).format(targets=values["_override_impossible"])
         if v is None:
