@@ -1,0 +1,69 @@
+"""Facts a pasted log carries besides its error line: the figures of an out-of-memory error, the GPUs its device lines
+name.  Each case has a near miss, so a reader that reads too much fails as surely as one that reads too little."""
+from diagnostics import service
+from diagnostics.parsers import check_script, oom
+
+MIB, GIB = 1 << 20, 1 << 30
+
+
+def test_oom_capacity_is_read_when_the_free_figure_wrapped_around():
+    f = oom.parse("HIP out of memory. Tried to allocate 72.00 MiB. GPU 0 has a total capacty of 512.00 MiB of which "
+                  "17179869183.96 GiB is free. Of the allocated memory 292.04 MiB is allocated by PyTorch, and 137.96 MiB "
+                  "is reserved by PyTorch but unallocated.")
+    assert f["oom.capacity_bytes"] == 512 * MIB and f["oom.api"] == "hip" and f["oom.gpu_index"] == 0
+    assert "oom.free_bytes" not in f and "oom.outside_torch_bytes" not in f   # no figure is made of a wrapped one
+
+
+def test_oom_free_figure_larger_than_the_capacity_is_dropped():
+    f = oom.parse("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 4.00 GiB of which "
+                  "9.00 GiB is free. Of the allocated memory 1.00 GiB is allocated by PyTorch, and 0 bytes is reserved "
+                  "by PyTorch but unallocated.")
+    assert f["oom.capacity_bytes"] == 4 * GIB and "oom.free_bytes" not in f
+
+
+def test_oom_sound_figures_are_kept():
+    f = oom.parse("HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.98 GiB of which "
+                  "1.20 GiB is free. Of the allocated memory 21.50 GiB is allocated by PyTorch, and 300.00 MiB is "
+                  "reserved by PyTorch but unallocated.")
+    assert f["oom.free_bytes"] == int(1.2 * GIB) and f["oom.capacity_bytes"] == int(23.98 * GIB)
+
+
+def _first(text: str) -> str | None:
+    from diagnostics.verdicts import counts
+
+    r = service.diagnose_text(logs=[("log", text)])
+    return next((d["id"] for d in r["diagnoses"] if counts(d)), None)
+
+
+def test_a_small_capacity_in_any_wording_is_the_carve_out_and_a_large_one_is_not():
+    for cap in ("512.00 MiB", "1.50 GiB", "2.00 GiB"):
+        assert _first(f"torch.OutOfMemoryError: HIP out of memory. Tried to allocate 64.00 MiB. GPU 0 has a total "
+                      f"capacity of {cap} of which 10.00 MiB is free. Of the allocated memory 400.00 MiB is allocated "
+                      f"by PyTorch, and 2.00 MiB is reserved by PyTorch but unallocated.") == "apu-vram-carveout-too-small", cap
+    assert _first("torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+                  "15.98 GiB of which 100.00 MiB is free. Of the allocated memory 15.20 GiB is allocated by PyTorch, and "
+                  "50.00 MiB is reserved by PyTorch but unallocated.") == "hip-out-of-memory"
+    # CUDA's own small cards are not an AMD carve-out
+    assert _first("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB. GPU 0 has a total capacity "
+                  "of 1.95 GiB of which 10.00 MiB is free. Of the allocated memory 1.50 GiB is allocated by PyTorch, and "
+                  "2.00 MiB is reserved by PyTorch but unallocated.") != "apu-vram-carveout-too-small"
+
+
+def test_a_hip_error_where_every_named_gpu_is_nvidia_is_the_wrong_wheel():
+    abort = "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"
+    for names in ("GPU 0: NVIDIA GeForce RTX 3050 Laptop GPU (UUID: GPU-4a1b2c3d-1111-2222-3333-444455556666)",
+                  "Device: cuda:0 NVIDIA GeForce RTX 4070 : native",
+                  "Device: NVIDIA RTX A4000 (cuda:0) - cudaMallocAsync"):
+        assert _first(f"{names}\n{abort}") == "rocm-wheel-without-amd-gpu", names
+    # the same abort beside a Radeon is the code-object problem of that Radeon
+    assert _first(f"Device: cuda:0 AMD Radeon RX 6600 : native\n{abort}") != "rocm-wheel-without-amd-gpu"
+    assert _first(abort) == "hip-no-binary-for-gpu"
+
+
+def test_an_exception_printed_instead_of_a_device_name_is_no_name():
+    text = ('$ python -c "import torch; print(torch.__version__); print(torch.cuda.get_device_name(0))"\n'
+            "2.1.2+rocm5.6\nRuntimeError: No HIP GPUs are available\n")
+    f = check_script.parse(text).facts
+    assert f.get("torch.version") == "2.1.2+rocm5.6" and "gpu.names" not in f and "torch.device_names" not in f
+    ok = check_script.parse(text.replace("RuntimeError: No HIP GPUs are available", "AMD Radeon RX 7900 XTX")).facts
+    assert ok["torch.device_names"] == ["AMD Radeon RX 7900 XTX"]
