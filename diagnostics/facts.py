@@ -162,7 +162,7 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "support.unofficial_targets": ("list[str]", "visible AMD targets that ROCm's compatibility matrix does not list"),
     "support.native_bf16": ("bool", "every visible GPU has native bf16 arithmetic (NVIDIA sm_80+, AMD CDNA and RDNA3+)"),
     "support.native_wheel_available": ("bool", "some official PyTorch ROCm wheel carries every visible AMD target natively"),
-    "support.torch_archs_source": ("str", "where torch's arch list came from: 'torch' (reported) or 'matrix' (the official wheel of that version)"),
+    "support.torch_archs_source": ("str", "where torch's arch list came from: 'torch' (reported), 'matrix' (the official wheel of that version) or 'matrix-all' (an official ROCm wheel never measured: the targets every measured official ROCm wheel carries, used only where each GPU's target is in all of them or in none)"),
     "support.override_recommended": ("str", "the HSA_OVERRIDE_GFX_VERSION that lets the installed torch run every visible AMD GPU"),
     "support.override_status": ("str", "HSA_OVERRIDE_GFX_VERSION against the installed torch: missing, wrong, ok, unnecessary, not-needed or impossible"),
     # --- neighbouring packages ----------------------------------------------------------------------------

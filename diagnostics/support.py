@@ -494,6 +494,25 @@ def torch_archs(facts: dict[str, Any], matrix: Matrix) -> tuple[list[str] | None
     return None, ""
 
 
+def _rocm_archs_bounds(facts: dict[str, Any], amd: list[str], m: Matrix) -> tuple[list[str] | None, str]:
+    """For an official ROCm wheel whose own arch list was never measured (2.3.0+rocm6.0, 2.4.1+rocm6.1): what every
+    measured official ROCm wheel carries, when each of the machine's targets is either carried by all of them or by
+    none (gfx1031, gfx1032, gfx90c: never in an official wheel; gfx1030, gfx1100: in every one).  A target that some
+    measured wheels carry and others lack says nothing about this one: unknown, as before."""
+    base, _, folder = str(facts.get("torch.version") or "").partition("+")
+    rocm = [w for w in m.wheels if w.stack == "rocm" and not w.device_extras and not w.index]
+    if not re.fullmatch(r"\d+\.\d+\.\d+", base) or folder not in {w.folder for w in rocm}:
+        return None, ""   # a nightly or pre-release is another build (new targets land there first)
+    measured = [{_base(a) for a in w.archs} for w in rocm if w.archs]
+    if not measured:
+        return None, ""
+    always = set.intersection(*measured)
+    never = [t for t in amd if not any(t in a for a in measured)]
+    if not never or not all(t in always or t in never for t in amd):
+        return None, ""
+    return sorted(always), "matrix-all"
+
+
 def derive_support(facts: dict[str, Any], matrix: Matrix | None = None) -> dict[str, Any]:
     """New facts from the support matrix (only ones the given facts do not already hold)."""
     m = matrix or get_matrix()
@@ -528,6 +547,8 @@ def derive_support(facts: dict[str, Any], matrix: Matrix | None = None) -> dict[
         native_wheel = [any(w.archs and t in w.archs for w in m.wheels if w.stack == "rocm") for t in amd]
         new["support.native_wheel_available"] = all(native_wheel)
     archs, src = torch_archs(facts, m)
+    if archs is None and build == "rocm" and amd:
+        archs, src = _rocm_archs_bounds(facts, amd, m)
     if src:
         new["support.torch_archs_source"] = src
     override = facts.get("hsa_override.value")
