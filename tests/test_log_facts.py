@@ -67,3 +67,35 @@ def test_an_exception_printed_instead_of_a_device_name_is_no_name():
     assert f.get("torch.version") == "2.1.2+rocm5.6" and "gpu.names" not in f and "torch.device_names" not in f
     ok = check_script.parse(text.replace("RuntimeError: No HIP GPUs are available", "AMD Radeon RX 7900 XTX")).facts
     assert ok["torch.device_names"] == ["AMD Radeon RX 7900 XTX"]
+
+
+def _report(text: str) -> dict:
+    return service.diagnose_text(logs=[("log", text)])
+
+
+def test_a_card_named_in_a_check_script_is_judged_against_official_rocm_wheels_never_measured():
+    """2.3.0+rocm6.0 has no measured arch list; gfx1031 (the RX 6700 XT's, read from its name) is in no measured
+    official ROCm wheel, gfx1030 in all: the missing code is predicted and the override computed."""
+    text = ("PyTorch version: 2.3.0+rocm6.0\nCUDA available: True\nDevice name: {name}\n"
+            "RuntimeError: HIP error: invalid device function\n")
+    r = _report(text.format(name="AMD Radeon RX 6700 XT"))
+    assert r["facts"]["support.torch_archs_source"] == "matrix-all" and r["facts"]["torch.arch_supported"] is False
+    assert r["root_causes"][0] == "hip-no-binary-for-gpu"
+    first = next(d for d in r["diagnoses"] if d["id"] == "hip-no-binary-for-gpu")
+    assert "HSA_OVERRIDE_GFX_VERSION=10.3.0" in first["fix"]
+    # a card whose target every official wheel carries predicts nothing missing
+    r = _report(text.format(name="AMD Radeon RX 7900 XTX"))
+    assert "torch.arch_supported" not in r["facts"] and "hip-no-binary-for-gpu" not in r["root_causes"]
+    # a wheel the matrix does not list (an old folder) predicts nothing either
+    r = _report(text.format(name="AMD Radeon RX 6700 XT").replace("rocm6.0", "rocm5.4.2"))
+    assert "torch.arch_supported" not in r["facts"]
+    # nor a nightly of a listed folder (another build: new targets land there first)
+    r = _report(text.format(name="AMD Radeon RX 6700 XT").replace("2.3.0+", "2.4.0.dev20240601+"))
+    assert "torch.arch_supported" not in r["facts"]
+
+
+def test_a_rocm_torch_that_sees_no_gpu_in_a_check_script_is_a_finding_not_healthy():
+    r = _report("PyTorch version: 2.3.0+rocm6.0\nROCm available: False\nDevice name: CPU\n")
+    assert r["verdict"] == "problems" and r["root_causes"][:1] == ["hip-runtime-sees-no-gpu"]
+    r = _report("PyTorch version: 2.3.0+rocm6.0\nROCm available: True\nDevice name: AMD Radeon RX 7900 XTX\n")
+    assert r["verdict"] == "healthy", [d["id"] for d in r["diagnoses"]]
