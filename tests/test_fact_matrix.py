@@ -352,3 +352,39 @@ def test_a_cpu_torch_is_no_finding_on_a_machine_without_gpu_but_is_one_beside_a_
     assert [d["id"] for d in none["diagnoses"] if d["id"] == "torch-cpu-only-wheel"] == []
     one = service.diagnose_text(facts={**base, "pci.gpu_count": 1, "pci.amd_gpu_count": 1, "pci.nvidia_gpu_count": 0})
     assert one["root_causes"][:1] == ["torch-cpu-only-wheel"]
+
+
+@pytest.mark.parametrize("tree,first,absent", [
+    ("m-cloud-vm-no-gpu", "no-gpu-present", "torch-cpu-only-wheel"),
+    ("m-cloud-vm-no-gpu+rocm", "no-gpu-present", "torch-cpu-only-wheel"),
+    ("m-7900xtx-ubuntu", None, "no-gpu-present"),
+])
+def test_run_root_end_to_end(tree, first, absent, tmp_path):
+    """`run --root DIR --no-generate --json` over a recorded tree, the torch probe run by this interpreter (whatever
+    torch it has): a machine without a GPU names no-gpu-present alone, also where its image carries ROCm userspace
+    (this project's development container: "+rocm" adds /opt/rocm-6.2.4 to a copy of the tree); the Radeon machine
+    never has no GPU."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    root = TREES / tree
+    if tree.endswith("+rocm"):
+        root = tmp_path / "tree"
+        shutil.copytree(TREES / tree[:-len("+rocm")], root, symlinks=True)
+        (root / "opt" / "rocm-6.2.4" / ".info").mkdir(parents=True)
+        (root / "opt" / "rocm-6.2.4" / ".info" / "version").write_text("6.2.4-120\n")
+        (root / "opt" / "rocm").symlink_to("rocm-6.2.4")
+    out = subprocess.run([sys.executable, "-m", "diagnostics", "run", "--root", str(root), "--no-generate",
+                          "--json"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.returncode in (0, 1), out.stderr[-2000:]
+    rep = json.loads(out.stdout)
+    ids = [d["id"] for d in rep["diagnoses"]]
+    if tree.endswith("+rocm"):
+        assert rep["facts"].get("rocm.installed") is True
+    assert absent not in ids, ids
+    if first:
+        assert rep["root_causes"] == [first], ids
+    elif rep["facts"].get("torch.build") == "cpu":
+        assert rep["root_causes"][:1] == ["torch-cpu-only-wheel"], ids
