@@ -99,3 +99,28 @@ def test_a_rocm_torch_that_sees_no_gpu_in_a_check_script_is_a_finding_not_health
     assert r["verdict"] == "problems" and r["root_causes"][:1] == ["hip-runtime-sees-no-gpu"]
     r = _report("PyTorch version: 2.3.0+rocm6.0\nROCm available: True\nDevice name: AMD Radeon RX 7900 XTX\n")
     assert r["verdict"] == "healthy", [d["id"] for d in r["diagnoses"]]
+
+
+def test_lspci_lines_name_the_vendors_of_the_display_devices_only():
+    from diagnostics.parsers import app_log
+
+    f = app_log.parse_embedded(
+        "00:02.0 VGA compatible controller: Intel Corporation Alder Lake-P GT2 [Iris Xe Graphics] (rev 0c)\n"
+        "01:00.0 VGA compatible controller [0300]: NVIDIA Corporation GA107M [GeForce RTX 3050 Mobile] [10de:25a2] (rev a1)\n"
+        "01:00.1 Audio device [0403]: Advanced Micro Devices, Inc. [AMD/ATI] Navi 21/23 HDMI/DP Audio Controller [1002:ab28]\n"
+        "0000:c1:00.0 3D controller: NVIDIA Corporation GH100 [H100 SXM5 80GB] (rev a1)\n").facts
+    assert f["gpu.vendors"] == ["intel", "nvidia"]        # the AMD audio function is no GPU
+    f = app_log.parse_embedded("0d:00.0 VGA compatible controller: Advanced Micro Devices, Inc. [AMD/ATI] Device 687f "
+                               "(rev c1)\n").facts
+    assert f["gpu.vendors"] == ["amd"]
+    # a sentence about a controller is not lspci's line
+    assert "gpu.vendors" not in app_log.parse_embedded("my VGA compatible controller: NVIDIA Corporation card\n").facts
+
+
+def test_an_lspci_paste_beside_a_torch_check_reasons_about_the_build():
+    assert _first("01:00.0 VGA compatible controller: NVIDIA Corporation GA107M [GeForce RTX 3050 Mobile] (rev a1)\n"
+                  "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\n") == "rocm-wheel-without-amd-gpu"
+    assert _first("03:00.0 VGA compatible controller: Advanced Micro Devices, Inc. [AMD/ATI] Navi 22 [Radeon RX 6700/6700 "
+                  "XT/6750 XT / 6800M/6850M XT] (rev c1)\nPyTorch version: 2.5.1+cpu\nCUDA available: False\n") == "torch-cpu-only-wheel"
+    assert _first("03:00.0 VGA compatible controller: Advanced Micro Devices, Inc. [AMD/ATI] Navi 22 (rev c1)\n"
+                  "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\n") == "hip-no-binary-for-gpu"
