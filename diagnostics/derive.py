@@ -83,6 +83,10 @@ def derive(facts: dict[str, Any]) -> dict[str, Any]:
             new["gpu.vendors"] = vendors
     if "gpu.count" not in facts and no_gpu_on_bus(facts):
         new["gpu.count"] = 0   # CONTRACT: gpu.count is reported wherever known, 0 on a machine with no GPU
+    if "gpu.present" not in facts:
+        present = gpu_present({**facts, **new})
+        if present is not None:
+            new["gpu.present"] = present
     from .support import derive_support  # the GPU support matrix (kb/support/gpu-matrix.yaml)
 
     new.update({k: v for k, v in derive_support({**facts, **new}).items() if k not in new})
@@ -131,6 +135,10 @@ DERIVED: dict[str, tuple[str, ...]] = {
                             "visible_devices.masks"),
     "gpu.vendors": ("pci.amd_gpu_count", "pci.nvidia_gpu_count"),
     "gpu.count": ("pci.gpu_count", "container.kind"),
+    "gpu.present": ("pci.gpu_count", "pci.amd_gpu_count", "pci.nvidia_gpu_count", "container.kind", "gpu.count",
+                    "torch.device_count", "hip.device_count", "gpu.gfx_targets", "torch.gcn_arch_names",
+                    "nvidia.compute_caps", "gpu.vendors", "gpu.names", "torch.device_names", "kfd.present",
+                    "driver.amdgpu_loaded", "driver.nvidia_loaded"),
     "visible_devices.hides_all": ("visible_devices.masks", "gpu.count", "gpu.uuids", "pci.amd_gpu_count",
                                   "pci.nvidia_gpu_count", "torch.build"),
     "visible_devices.problems": ("visible_devices.masks", "gpu.count", "gpu.uuids", "pci.amd_gpu_count",
@@ -146,6 +154,38 @@ def derivable(name: str, facts: dict[str, Any]) -> bool:
     if name.startswith("visible_devices."):
         return "visible_devices.masks" not in facts or bool(_masks(facts))
     return True
+
+
+_GPU_NAME = re.compile(r"(?i)\b(amd|radeon|instinct|nvidia|geforce|rtx|gtx|quadro|tesla)\b")
+_COUNTS = ("pci.gpu_count", "pci.amd_gpu_count", "pci.nvidia_gpu_count", "gpu.count", "torch.device_count",
+           "hip.device_count")
+
+
+def gpu_present(facts: dict[str, Any]) -> bool | None:
+    """Whether the machine has an AMD or NVIDIA GPU, one a GPU build of torch could run on: True when anything shows
+    one (the PCI bus, a runtime's device count, a GPU's gfx target or compute capability, a GPU's name as a tool or
+    torch printed it), False when the bus was read and shows none and nothing else does (no_gpu_on_bus), else None
+    (unknown: WSL hides the GPU from its bus, a paste may say nothing about the hardware).  A CPU build of torch is
+    what a machine without a GPU should run; entries that presuppose a GPU read this fact."""
+    for k in _COUNTS:
+        v = facts.get(k)
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            return True
+    if any(str(t).startswith("gfx") for t in facts.get("gpu.gfx_targets") or []):
+        return True
+    if any(str(t).startswith(("gfx", "amdgcn")) for t in facts.get("torch.gcn_arch_names") or []):
+        return True
+    if facts.get("nvidia.compute_caps"):
+        return True
+    vendors = facts.get("gpu.vendors")
+    if isinstance(vendors, list) and ({"amd", "nvidia"} & set(vendors)):
+        return True
+    names = [str(n) for k in ("gpu.names", "torch.device_names") for n in facts.get(k) or []]
+    if any(_GPU_NAME.search(n) for n in names):
+        return True
+    if no_gpu_on_bus(facts):
+        return False
+    return None
 
 
 def no_gpu_on_bus(facts: dict[str, Any]) -> bool:

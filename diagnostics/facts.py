@@ -57,6 +57,7 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "dri.render_nodes": ("list[str]", "/dev/dri/renderD* nodes present"),
     "dri.permission_denied": ("bool", "opening a /dev/dri/renderD* node read-write failed with EACCES/EPERM"),
     "dri.group": ("str", "group owning the first /dev/dri/renderD* node"),
+    "dxg.present": ("bool", "/dev/dxg exists: WSL2's paravirtual GPU node, through which the Windows driver shares the host's GPU (reported only under WSL)"),
     # --- PCI inventory (no vendor software needed) --------------------------------------------------
     "pci.amd_gpu_count": ("int", "AMD display/compute devices on the PCI bus (vendor 0x1002)"),
     "pci.nvidia_gpu_count": ("int", "NVIDIA display/compute devices on the PCI bus (vendor 0x10de)"),
@@ -82,6 +83,7 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "hip.clang_version": ("str", "HIP clang version from hipconfig"),
     # --- GPUs as the compute stack sees them ---------------------------------------------------------
     "gpu.count": ("int", "GPUs visible to the compute stack"),
+    "gpu.present": ("bool", "derived: the machine has an AMD or NVIDIA GPU (on the PCI bus, named by a GPU tool or torch, or counted by a runtime); false only where the bus was read and shows none and nothing else shows one (derive.no_gpu_on_bus)"),
     "gpu.names": ("list[str]", "marketing names, in enumeration order"),
     "gpu.gfx_targets": ("list[str]", "gfx targets like 'gfx1100', 'gfx90a', in enumeration order"),
     "gpu.native_gfx_targets": ("list[str]", "gfx targets from KFD topology sysfs (gfx_target_version), before any HSA_OVERRIDE_GFX_VERSION"),
@@ -160,7 +162,7 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "support.unofficial_targets": ("list[str]", "visible AMD targets that ROCm's compatibility matrix does not list"),
     "support.native_bf16": ("bool", "every visible GPU has native bf16 arithmetic (NVIDIA sm_80+, AMD CDNA and RDNA3+)"),
     "support.native_wheel_available": ("bool", "some official PyTorch ROCm wheel carries every visible AMD target natively"),
-    "support.torch_archs_source": ("str", "where torch's arch list came from: 'torch' (reported) or 'matrix' (the official wheel of that version)"),
+    "support.torch_archs_source": ("str", "where torch's arch list came from: 'torch' (reported), 'matrix' (the official wheel of that version) or 'matrix-all' (an official ROCm wheel never measured: the targets every measured official ROCm wheel carries, used only where each GPU's target is in all of them or in none)"),
     "support.override_recommended": ("str", "the HSA_OVERRIDE_GFX_VERSION that lets the installed torch run every visible AMD GPU"),
     "support.override_status": ("str", "HSA_OVERRIDE_GFX_VERSION against the installed torch: missing, wrong, ok, unnecessary, not-needed or impossible"),
     # --- neighbouring packages ----------------------------------------------------------------------------

@@ -494,6 +494,25 @@ def torch_archs(facts: dict[str, Any], matrix: Matrix) -> tuple[list[str] | None
     return None, ""
 
 
+def _rocm_archs_bounds(facts: dict[str, Any], amd: list[str], m: Matrix) -> tuple[list[str] | None, str]:
+    """For an official ROCm wheel whose own arch list was never measured (2.3.0+rocm6.0, 2.4.1+rocm6.1): what every
+    measured official ROCm wheel carries, when each of the machine's targets is either carried by all of them or by
+    none (gfx1031, gfx1032, gfx90c: never in an official wheel; gfx1030, gfx1100: in every one).  A target that some
+    measured wheels carry and others lack says nothing about this one: unknown, as before."""
+    base, _, folder = str(facts.get("torch.version") or "").partition("+")
+    rocm = [w for w in m.wheels if w.stack == "rocm" and not w.device_extras and not w.index]
+    if not re.fullmatch(r"\d+\.\d+\.\d+", base) or folder not in {w.folder for w in rocm}:
+        return None, ""   # a nightly or pre-release is another build (new targets land there first)
+    measured = [{_base(a) for a in w.archs} for w in rocm if w.archs]
+    if not measured:
+        return None, ""
+    always = set.intersection(*measured)
+    never = [t for t in amd if not any(t in a for a in measured)]
+    if not never or not all(t in always or t in never for t in amd):
+        return None, ""
+    return sorted(always), "matrix-all"
+
+
 def derive_support(facts: dict[str, Any], matrix: Matrix | None = None) -> dict[str, Any]:
     """New facts from the support matrix (only ones the given facts do not already hold)."""
     m = matrix or get_matrix()
@@ -528,6 +547,8 @@ def derive_support(facts: dict[str, Any], matrix: Matrix | None = None) -> dict[
         native_wheel = [any(w.archs and t in w.archs for w in m.wheels if w.stack == "rocm") for t in amd]
         new["support.native_wheel_available"] = all(native_wheel)
     archs, src = torch_archs(facts, m)
+    if archs is None and build == "rocm" and amd:
+        archs, src = _rocm_archs_bounds(facts, amd, m)
     if src:
         new["support.torch_archs_source"] = src
     override = facts.get("hsa_override.value")
@@ -677,6 +698,11 @@ def _recommend_install(facts: dict[str, Any], matrix: Matrix | None = None) -> I
 
 
 # {override} where no single value runs every GPU of the machine (support.override_status "impossible")
+# {override} where the one GPU's target has no override known to work (the matrix's row has none)
+OVERRIDE_NONE = {
+    "en": "<none known to work for {target}: install a build that lists {target} instead>",
+    "zh": "<没有已知可用于 {target} 的值：请改装列出 {target} 的版本>",
+}
 OVERRIDE_IMPOSSIBLE = {
     "en": "<none: no one value runs {targets} together; hide the GPU the build lacks with HIP_VISIBLE_DEVICES instead>",
     "zh": "<无：没有一个值能同时用于 {targets}；请改用 HIP_VISIBLE_DEVICES 隐藏该版本不支持的那块 GPU>",
@@ -737,6 +763,10 @@ def placeholder_values(facts: dict[str, Any], matrix: Matrix | None = None) -> d
         vals["override"] = rec
     elif inst is not None and inst.override:
         vals["override"] = inst.override
+    elif status == "impossible" and len(set(amd)) == 1:
+        # the one GPU's target has no override known to work (the matrix's row carries none, e.g. gfx1103): say so,
+        # never a family's generic value
+        vals["_override_none"] = amd[0]
     elif status == "impossible" and amd:
         # no one value runs every GPU here (e.g. gfx1102 next to gfx1103): say so, never a family's generic value
         vals["_override_impossible"] = " + ".join(dict.fromkeys(amd))
@@ -778,6 +808,8 @@ def fill(text: str, values: dict[str, str | None], lang: str = "en") -> str:
         if name not in PLACEHOLDERS:
             return mo.group(0)
         v = values.get(name)
+        if name == "override" and v is None and values.get("_override_none"):
+            return OVERRIDE_NONE.get(lang, OVERRIDE_NONE["en"]).format(target=values["_override_none"])
         if name == "override" and v is None and values.get("_override_impossible"):
             return OVERRIDE_IMPOSSIBLE.get(lang, OVERRIDE_IMPOSSIBLE["en"]).format(targets=values["_override_impossible"])
         if v is None:

@@ -17,6 +17,7 @@ reads (torch's version and build, the GPU's name and target, VRAM, environment o
     ... -> physical GPU (device: 0, name: Tesla T4, pci bus id: 0000:00:07.0, compute capability: 7.5)     TensorFlow
     INFO ... vLLM API server version 0.8.5                                                vLLM
     Successfully installed ... torch-2.4.1+cu121 ...                                      pip
+    01:00.0 VGA compatible controller: NVIDIA Corporation GA107M [GeForce RTX 3050 Mobile] (rev a1)    lspci (vendor only)
 
 Every reader is one anchored or bounded regular expression on one line (linear; lines over 4000 characters are
 skipped), and every value must have its fact's shape.  A fact the log cannot establish stays unknown: a 'Device:
@@ -98,6 +99,13 @@ _TEMPLATE_UNKNOWN = re.compile(r"(?i)^(?:n/?a|none|no|unknown|could not collect|
 # a check script's own sentence for torch.cuda.is_available() == False ('CUDA is not available. PyTorch will use
 # the CPU.'), only when the same paste also shows torch's version (so the sentence is torch's check, not another tool's)
 _CUDA_NOT_AVAILABLE = re.compile(r"^(?:torch\.)?CUDA (?:is )?not available\b")
+# lspci (plain, -nn, -k, -v): '03:00.0 VGA compatible controller [0300]: NVIDIA Corporation GA107M [GeForce RTX 3050
+# Mobile] [10de:25a2] (rev a1)'; only display and 3D classes (the card's HDMI audio function is another class)
+_LSPCI = re.compile(r"^(?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7] (?:VGA compatible controller|3D controller"
+                    r"|Display controller)(?: \[03[0-9a-f]{2}\])?: (.{1,240})$", re.I)
+_LSPCI_VENDOR = (("amd", re.compile(r"^(?:Advanced Micro Devices|ATI Technologies)|\[AMD(?:/ATI)?\]|\[1002:[0-9a-f]{4}\]")),
+                 ("nvidia", re.compile(r"^NVIDIA Corporation|\[10de:[0-9a-f]{4}\]")),
+                 ("intel", re.compile(r"^Intel Corporation|\[8086:[0-9a-f]{4}\]")))
 # uname -a
 _UNAME = re.compile(r"^Linux \S{1,64} (\d+\.\d+\.\d+[\w.+~-]{0,80}) #\d{1,6}")
 
@@ -400,6 +408,14 @@ def _other_line(s: str, seen: _Seen) -> bool:
         if value and not _TEMPLATE_UNKNOWN.match(value):
             _gpu_name(value, seen)
             seen.hits.add("template")
+        return True
+    m = _LSPCI.match(s) if "controller" in s else None
+    if m:
+        for vendor, rx in _LSPCI_VENDOR:
+            if rx.search(m.group(1)):
+                seen.add("gpu.vendors", vendor)
+                seen.hits.add("lspci")
+                break
         return True
     if _CUDA_NOT_AVAILABLE.match(s):
         seen.facts["_cuda_not_available"] = True

@@ -207,6 +207,8 @@ _TORCH_IMPORT_FAIL = re.compile(r"^(?:ImportError|OSError): .{1,500}$")
 _PIP_BUILD = ("subprocess-exited-with-error", "egg_info", "pip-build-env", "Getting requirements to build",
               "setup.py", "pip install", "Preparing metadata")
 _CODE_LEFT = re.compile(r"import torch|from torch\S* import \S+|pprint\.pp|pprint|print|[();,\s]")
+# an exception's line ("RuntimeError: No HIP GPUs are available", "torch.cuda.OutOfMemoryError: ..."), never a value
+_EXC_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning|Exit)\b:?")
 _CPU_NAME = re.compile(r"(?i)\b(?:ryzen|epyc|threadripper|xeon|athlon|core\(tm\)|intel\(r\)|snapdragon)\b")
 _VALUE_OF = {"torch.cuda.is_available()": "available", "torch.__version__": "version", "torch.version.hip": "hip",
              "torch.version.cuda": "cuda", "torch.cuda.device_count()": "count"}
@@ -268,8 +270,8 @@ def _bare_value(group: str, token: str) -> tuple[str, Any] | None:
         return ("_none", group)
     if group == "name":
         v = _scalar(v)
-        if not v or _CPU_NAME.search(v) or v.startswith(("hipError", "cudaError", "Traceback")):
-            return None
+        if not v or _CPU_NAME.search(v) or v.startswith(("hipError", "cudaError", "Traceback")) or _EXC_LINE.match(v):
+            return None   # the print never ran: the line is the exception that stopped it
     return _value(group, v)
 
 

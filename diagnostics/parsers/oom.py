@@ -37,6 +37,9 @@ _SIZE = r"(\d{1,9}(?:\.\d{1,6})?) ?(bytes|B|KiB|MiB|GiB|TiB|KB|MB|GB)"
 _OOM_LINE = re.compile(r"\b(CUDA|HIP) out of memory\.?")
 _TRIED = re.compile(r"Tried to allocate " + _SIZE)
 _CAPACITY = re.compile(r"GPU (\d{1,3}) has a total capac(?:i)?ty of " + _SIZE + r" of which " + _SIZE + r" is free")
+# the capacity alone: some ROCm releases print a wrapped-around free figure ("512.00 MiB of which 17179869183.96 GiB is
+# free", 2**64 bytes less a little), which the bounded size above refuses; the capacity is still the GPU's own
+_CAPACITY_ONLY = re.compile(r"GPU (\d{1,3}) has a total capac(?:i)?ty of " + _SIZE + r" of which \d")
 _PROCESS = re.compile(r"Process (\d{1,10}) has " + _SIZE + r" memory in use")
 _THIS = re.compile(r"Including non-PyTorch memory, this process has " + _SIZE + r" memory in use")
 _OLD = re.compile(r"\(GPU (\d{1,3}); " + _SIZE + r" total capacity; " + _SIZE + r" already allocated; " + _SIZE
@@ -90,6 +93,10 @@ def parse(text: str) -> dict[str, Any]:
         facts["oom.gpu_index"] = int(m.group(1))
         facts["oom.capacity_bytes"] = _bytes(m.group(2), m.group(3))
         facts["oom.free_bytes"] = _bytes(m.group(4), m.group(5))
+    elif _CAPACITY_ONLY.search(ln):
+        m = _CAPACITY_ONLY.search(ln)
+        facts["oom.gpu_index"] = int(m.group(1))
+        facts["oom.capacity_bytes"] = _bytes(m.group(2), m.group(3))
     else:
         m = _OLD.search(ln)
         if m:
@@ -106,6 +113,8 @@ def parse(text: str) -> dict[str, Any]:
             facts["oom.reserved_bytes"] = _bytes(m.group(1), m.group(2))
         elif old and cached:
             facts["oom.reserved_bytes"] = _bytes(old.group(4), old.group(5)) + _bytes(cached.group(1), cached.group(2))
+    if "oom.free_bytes" in facts and "oom.capacity_bytes" in facts and facts["oom.free_bytes"] > facts["oom.capacity_bytes"]:
+        del facts["oom.free_bytes"]   # more free than the GPU has: a wrapped-around figure, not a measurement
     cap, free, held = facts.get("oom.capacity_bytes"), facts.get("oom.free_bytes"), facts.get("oom.reserved_bytes")
     this = _THIS.search(ln)
     if this:  # this process's own total, its CUDA/HIP context and libraries included

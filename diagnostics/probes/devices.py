@@ -23,7 +23,7 @@ FACTS = ("pci.amd_gpu_count", "pci.nvidia_gpu_count", "pci.amd_gpu_ids", "pci.gp
          "driver.amdgpu_dkms_status", "driver.nvidia_module_available", "user.uid", "user.is_root", "user.groups",
          "user.in_render_group", "user.in_video_group", "user.db_groups", "user.groups_pending_relogin",
          "user.missing_device_gids", "kfd.present", "kfd.group", "kfd.permission_denied", "kfd.open_error",
-         "dri.render_nodes", "dri.group", "dri.permission_denied")
+         "dri.render_nodes", "dri.group", "dri.permission_denied", "dxg.present")
 
 
 def _group_name(gid: int, root: str) -> str:
@@ -232,8 +232,10 @@ def collect(root: str, out: Emitter) -> None:
     if wsl:
         # WSL2 hands the GPU to Linux through /dev/dxg; its virtual PCI bus never shows the real GPU, so the bus
         # says nothing about which GPUs the machine has (unknown, not zero)
+        dxg = os.path.exists(rpath(root, "/dev/dxg"))
+        out.fact("dxg.present", dxg)
         out.evidence("wsl", "WSL2: the GPU reaches Linux through /dev/dxg, not the PCI bus"
-                     + ("" if os.path.exists(rpath(root, "/dev/dxg")) else " (and /dev/dxg does not exist here)"))
+                     + ("" if dxg else " (and /dev/dxg does not exist here)"))
     elif os.path.isdir(rpath(root, "/sys/bus/pci/devices")):
         gpus = pci_gpus(root)
         out.fact("pci.amd_gpu_count", sum(1 for v, _, _ in gpus if v == "amd"))
