@@ -7,8 +7,10 @@ in the size (seconds per MB flat as the size grows) and peak growth <= 3x the in
 
 Paths:  redact (the one redaction engine: every save, import, export and share preview runs it), normalise
         (textnorm.clean_log: what the matcher and the parsers read), prefixes (textnorm.strip_prefixes alone),
-        save (Store.save of a report holding the text, SQLite file), export (`sessions export`: Store.write_bundle
-        of that session to a file), bundle (Store.export_bundle: the bundle as bytes, about 3x the text itself),
+        save (Store.save of a report holding the text, SQLite file or --db postgresql), export (`sessions export`:
+        Store.write_bundle of that session to a file), bundle (Store.export_bundle: the bundle as bytes, the session
+        and its checksum), bundle-full (the same with reports=True, `--with-reports`: the Markdown and HTML
+        renderings embedded too, about 3x the text),
         download (the web UI's bundle button: its callable, Store.export_bundle, then what Streamlit does with the
         result: convert_data_to_bytes_and_infer_mime and the media store, behind ui.media_guard),
         markdown / html (Store.export_markdown / export_html),
@@ -33,8 +35,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PATHS = ("redact", "fold", "normalise", "prefixes", "match", "terminal", "save", "export", "bundle", "download",
-         "markdown", "html", "import")
+PATHS = ("redact", "fold", "normalise", "prefixes", "match", "terminal", "save", "export", "bundle", "bundle-full",
+         "download", "markdown", "html", "import")
+STORE_PATHS = ("save", "export", "bundle", "bundle-full", "download", "markdown", "html")
 KINDS = ("log", "digits", "cjk", "hostile")
 
 LINES = {
@@ -65,18 +68,18 @@ def child(path: str, kind: str, mb: int) -> dict:
     text = line * max(1, size // len(line.encode()))
     arg: object = text
     if path == "import":
-        if size > MAX_BUNDLE_BYTES // 3:  # the bundle holds the text about three times (session, Markdown, HTML)
+        if size > MAX_BUNDLE_BYTES:  # the bundle holds the text once (more where JSON escapes characters)
             return {"skipped": f"bundles stop at {MAX_BUNDLE_BYTES // 2**20} MB"}
         arg = build_bundle({"session_id": "", "logs": [{"name": "x", "text": text}]})
         if len(arg) > MAX_BUNDLE_BYTES:  # type: ignore[arg-type]
             return {"skipped": f"bundles stop at {MAX_BUNDLE_BYTES // 2**20} MB"}
-    if path in ("save", "export", "bundle", "download", "markdown", "html"):
+    if path in STORE_PATHS:
         import tempfile
 
         from diagnostics.store import Store
 
         tmp = tempfile.mkdtemp(prefix="bench_text_")
-        store = Store(f"sqlite:///{tmp}/s.db")
+        store = Store(os.environ.get("BENCH_TEXT_DB") or f"sqlite:///{tmp}/s.db")
         report = {"session_id": "", "host": "bench", "logs": [{"name": "pasted", "text": text}]}
         if path == "save":
             store.save({"host": "warm-up"})
@@ -87,6 +90,7 @@ def child(path: str, kind: str, mb: int) -> dict:
     fn = {"redact": redact_text, "fold": normalize, "terminal": clean, "import": parse_bundle,
           "normalise": clean_log, "prefixes": strip_prefixes,
           "save": lambda r: store.save(r), "bundle": lambda sid: store.export_bundle(sid),
+          "bundle-full": lambda sid: store.export_bundle(sid, reports=True),
           "export": lambda sid: _export_to_file(store, sid, f"{tmp}/out.json"),
           "download": _download(store) if path == "download" else None,
           "markdown": lambda sid: store.export_markdown(sid), "html": lambda sid: store.export_html(sid),
@@ -109,7 +113,7 @@ def child(path: str, kind: str, mb: int) -> dict:
     peak = rss("VmHWM:")
     del out
     n = len(arg) if isinstance(arg, bytes) else len(text.encode())  # the input of import is the bundle file
-    if path in ("save", "export", "bundle", "download", "markdown", "html"):
+    if path in STORE_PATHS:
         import shutil
 
         store.close()
@@ -164,15 +168,45 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--cpu", action="store_true", help="print CPU seconds too, and the s/MB ratio of CPU time (on a "
                     "shared machine wall time swings with the load; CPU time much less)")
+    ap.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite",
+                    help="the database of the store paths (save, export, bundle, download, markdown, html): a SQLite "
+                    "file per run, or a fresh database per run on a throw-away PostgreSQL server (tests/pgserver.py)")
     ap.add_argument("--write", metavar="MD", help="replace the '## Text paths' section of this file")
     args = ap.parse_args()
     if args.child:
         print(json.dumps(child(args.child[0], args.child[1], int(args.child[2]))))
         return 0
+    server = None
+    if args.db == "postgresql":
+        sys.path.insert(0, str(ROOT))
+        from tests.pgserver import PgServer, find_bindir
+
+        bindir = find_bindir()
+        if bindir is None:
+            ap.error("--db postgresql needs the PostgreSQL server binaries (initdb, pg_ctl); set PG_BINDIR")
+        server = PgServer(bindir)
+        server.start()
+    try:
+        rows = _run_all(args, server)
+    finally:
+        if server is not None:
+            server.stop()
+    if args.write:
+        _write(args, rows)
+    return 0
+
+
+def _run_all(args: argparse.Namespace, server: object) -> list:
+    import uuid
+
     rows = []
     for path in args.paths:
         for kind in args.kinds:
-            res = {mb: run_one(path, kind, mb, args.timeout) for mb in args.sizes}
+            res = {}
+            for mb in args.sizes:
+                if server is not None:  # a fresh, empty database for each run
+                    os.environ["BENCH_TEXT_DB"] = server.create_database("b_" + uuid.uuid4().hex[:16])  # type: ignore[attr-defined]
+                res[mb] = run_one(path, kind, mb, args.timeout)
             cells = []
             worst_mem = 0.0
             per_mb = []
@@ -192,36 +226,41 @@ def main() -> int:
             rows.append((path, kind, cells, lin, worst_mem))
             print(f"{path:9} {kind:8} " + " | ".join(cells) + f" | s/MB last/first {lin} | peak {worst_mem:.2f}x",
                   flush=True)
-    if args.write:
-        head = "| path | input | " + " | ".join(f"{mb} MB: time / peak growth" for mb in args.sizes) + \
-               " | s/MB largest ÷ smallest | peak growth ÷ input (largest) |"
-        sep = "|" + "---|" * (4 + len(args.sizes))
-        fresh = {(p, k): f"| {p} | {k} | " + " | ".join(c) + f" | {lin} | {m:.2f}x |" for p, k, c, lin, m in rows}
-        # rows of paths not run this time stay as they were (same sizes only); the order is PATHS x KINDS
-        old_rows: dict = {}
-        doc = Path(args.write)
-        if doc.exists():
-            sec = doc.read_text(encoding="utf-8").split("## Text paths\n", 1)[-1].split("\n## ", 1)[0]
-            for ln in sec.splitlines():
-                cells = [c.strip() for c in ln.strip().strip("|").split("|")]
-                if ln.startswith("| ") and len(cells) == 4 + len(args.sizes) and cells[0] in PATHS:
-                    old_rows[(cells[0], cells[1])] = ln
-        body = "\n".join(fresh.get((p, k)) or old_rows[(p, k)] for p in PATHS for k in KINDS
-                         if (p, k) in fresh or (p, k) in old_rows)
-        cpu = platform.processor() or platform.machine()
-        section = (
-            "## Text paths\n\n"
-            "`python bench/bench_text.py --write docs/BENCHMARKS.md` (issue 16): every path that takes user text, on "
-            "ordinary and hostile input, each run in a fresh child process; *peak growth* is how far the peak RSS "
-            "rose above what the process held with the input already built. Bar: time linear (the s/MB ratio near "
-            "1 or below) and peak growth <= 3x the input plus a fixed base (the base shows at 1 MB). "
-            f"Measured on {os.cpu_count()} CPU(s) ({cpu}), shared with other work, so single figures are noisy.\n\n"
-            + head + "\n" + sep + "\n" + body + "\n")
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from doc import replace_section
+    return rows
 
-        replace_section(args.write, "## Text paths", section)
-    return 0
+
+def _write(args: argparse.Namespace, rows: list) -> None:
+    if args.db != "sqlite":  # the table is the SQLite one; PostgreSQL figures go to their own section by hand
+        print("--write keeps the SQLite table: PostgreSQL figures are not written", file=sys.stderr)
+        return
+    head = "| path | input | " + " | ".join(f"{mb} MB: time / peak growth" for mb in args.sizes) + \
+           " | s/MB largest ÷ smallest | peak growth ÷ input (largest) |"
+    sep = "|" + "---|" * (4 + len(args.sizes))
+    fresh = {(p, k): f"| {p} | {k} | " + " | ".join(c) + f" | {lin} | {m:.2f}x |" for p, k, c, lin, m in rows}
+    # rows of paths not run this time stay as they were (same sizes only); the order is PATHS x KINDS
+    old_rows: dict = {}
+    doc = Path(args.write)
+    if doc.exists():
+        sec = doc.read_text(encoding="utf-8").split("## Text paths\n", 1)[-1].split("\n## ", 1)[0]
+        for ln in sec.splitlines():
+            cells = [c.strip() for c in ln.strip().strip("|").split("|")]
+            if ln.startswith("| ") and len(cells) == 4 + len(args.sizes) and cells[0] in PATHS:
+                old_rows[(cells[0], cells[1])] = ln
+    body = "\n".join(fresh.get((p, k)) or old_rows[(p, k)] for p in PATHS for k in KINDS
+                     if (p, k) in fresh or (p, k) in old_rows)
+    cpu = platform.processor() or platform.machine()
+    section = (
+        "## Text paths\n\n"
+        "`python bench/bench_text.py --write docs/BENCHMARKS.md` (issue 16): every path that takes user text, on "
+        "ordinary and hostile input, each run in a fresh child process; *peak growth* is how far the peak RSS "
+        "rose above what the process held with the input already built. Bar: time linear (the s/MB ratio near "
+        "1 or below) and peak growth <= 3x the input plus a fixed base (the base shows at 1 MB). "
+        f"Measured on {os.cpu_count()} CPU(s) ({cpu}), shared with other work, so single figures are noisy.\n\n"
+        + head + "\n" + sep + "\n" + body + "\n")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from doc import replace_section
+
+    replace_section(args.write, "## Text paths", section)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
     sessions list [--json] [--db URL] [-q WORDS] [--host H] [--gpu G] [--verdict V] [--status S]
                   [--since DATE] [--until DATE] [--page N] [--page-size N]
     sessions show ID [--json] [--mask-identity]
-    sessions export ID --out FILE [--mask-identity] [--format bundle|md|html|github]
+    sessions export ID --out FILE [--mask-identity] [--format bundle|md|html|github] [--with-reports]
     sessions import FILE [--json]
     sessions rediagnose ID | --all
     sessions status ID new|investigating|resolved
@@ -172,14 +172,15 @@ def cmd_export(args: argparse.Namespace) -> int:
     elif fmt in ("md", "html") and str(out) == "-":
         data = (store.export_markdown if fmt == "md" else store.export_html)(
             args.id, mask_identity=args.mask_identity).encode("utf-8")
-    elif str(out) != "-":  # written to the file as it is made: a bundle holds the log about three times
+    elif str(out) != "-":  # written to the file as it is made: never held whole (a bundle --with-reports holds the log three times)
         tmp = out.with_name(out.name + ".part")
         try:
             with open(tmp, "wb") as fp:
                 if fmt in ("md", "html"):
                     size = store.write_report(args.id, fp, fmt, mask_identity=args.mask_identity)
                 else:
-                    size = store.write_bundle(args.id, fp, mask_identity=args.mask_identity)
+                    size = store.write_bundle(args.id, fp, mask_identity=args.mask_identity,
+                                              reports=args.with_reports)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
@@ -187,7 +188,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(_t("exported", id=args.id, fmt=fmt, size=f"{size:,}", out=out), file=sys.stderr)
         return EXIT_OK
     else:
-        data = store.export_bundle(args.id, mask_identity=args.mask_identity)
+        data = store.export_bundle(args.id, mask_identity=args.mask_identity, reports=args.with_reports)
     if str(out) == "-":
         sys.stdout.buffer.write(data)
     else:
@@ -438,6 +439,7 @@ def register_cli(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["auto", "bundle", "md", "html", "github"], default="auto",
                    help=_h("sessions.auto_by_the_file_suffix_md_html_else_the"))
     p.add_argument("--mask-identity", action="store_true", help=_h("sessions.mask_host_name_user_names_and_home_paths"))
+    p.add_argument("--with-reports", action="store_true", help=_h("sessions.with_reports"))
     p.set_defaults(func=_guard(cmd_export))
 
     p = sub.add_parser("import", parents=[common], help=_h("sessions.import_a_bundle_exported_by_gpu_doctor"))

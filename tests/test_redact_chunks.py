@@ -73,7 +73,7 @@ def test_a_session_of_straddling_secrets_is_stored_and_exported_clean(tmp_path: 
     def exports(store: Store, sid: str) -> tuple[bytes, bytes, str, str, str]:
         fp = io.BytesIO()
         store.write_bundle(sid, fp)
-        return store.export_bundle(sid), fp.getvalue(), store.export_markdown(sid), store.export_html(sid), \
+        return store.export_bundle(sid, reports=True), fp.getvalue(), store.export_markdown(sid), store.export_html(sid), \
             store.get_json(sid)
 
     monkeypatch.setattr(R, "CHUNK", CHUNK)

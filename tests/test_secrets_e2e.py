@@ -93,6 +93,7 @@ def test_planted_secrets_reach_nothing_stored_or_shared(tmp_path: Path) -> None:
     shared = []
     for sid in ids:
         shared += [store.export_bundle(sid), store.export_bundle(sid, mask_identity=True),
+                   store.export_bundle(sid, reports=True),  # the bundle with its Markdown and HTML
                    store.export_markdown(sid).encode(), store.export_html(sid).encode(),
                    json.dumps(store.share_preview(sid), ensure_ascii=False).encode(),
                    json.dumps(store.share_preview(sid, mask_identity=True), ensure_ascii=False).encode(),

@@ -92,7 +92,11 @@ def test_round_trip_between_backends(direction: str, tmp_path, pg_url: str) -> N
 def test_bundle_shape_and_reports(db_url: str) -> None:  # noqa: F811
     store = Store(db_url)
     sid = store.save(sample_report())
-    b = json.loads(store.export_bundle(sid))
+    lean = json.loads(store.export_bundle(sid))  # the default: the session and its checksum
+    assert sorted(lean) == ["exported_at", "format", "session", "sha256", "version"]
+    assert lean["sha256"] == sha256_of({k: v for k, v in lean.items() if k != "sha256"})
+    assert lean["session"] == store.get(sid) and lean["version"] == 1
+    b = json.loads(store.export_bundle(sid, reports=True))  # --with-reports: the renderings too
     assert b["format"] == "gpu-doctor-session" and b["version"] == 1
     assert b["sha256"] == sha256_of({k: v for k, v in b.items() if k != "sha256"})
     assert b["session"] == store.get(sid)
@@ -142,6 +146,36 @@ def test_bad_bundles_refused_and_database_unchanged(db_url: str, tmp_path) -> No
     store.close()
 
 
+def test_bundles_with_and_without_reports_import_the_same(db_url: str, tmp_path) -> None:  # noqa: F811
+    """The default bundle is the former one (every bundle made before --with-reports) less its two renderings,
+    under its own checksum: each imports to the same stored session, and a former bundle still imports."""
+    src = Store(f"sqlite:///{tmp_path / 'src.db'}")
+    sid = src.save(sample_report())
+    lean, full = src.export_bundle(sid), src.export_bundle(sid, reports=True)
+    src.close()
+    a, b = json.loads(lean), json.loads(full)
+    assert {k: v for k, v in b.items() if k not in ("report_markdown", "report_html", "sha256", "exported_at")} == \
+        {k: v for k, v in a.items() if k not in ("sha256", "exported_at")}
+    assert len(lean) < len(full)
+    for s in secrets():
+        assert s.encode() not in lean and s.encode() not in full
+    store = Store(db_url)
+    first = store.import_bundle_ex(full)
+    assert first == {"id": sid, "warnings": [], "existing": False}
+    got = store.get_json(sid)
+    assert store.import_bundle_ex(lean) == {"id": sid, "warnings": [], "existing": True}
+    store.delete(sid)
+    assert store.import_bundle_ex(lean)["id"] == sid and store.get_json(sid) == got
+    # a rendering added to a lean bundle, or one taken from a full bundle, breaks its checksum
+    for data, change in ((lean, lambda d: d.__setitem__("report_html", "<p>x</p>")),
+                         (full, lambda d: d.pop("report_markdown"))):
+        d = json.loads(data)
+        change(d)
+        with pytest.raises(BundleError, match="checksum mismatch"):
+            store.import_bundle(json.dumps(d).encode())
+    store.close()
+
+
 def test_html_and_script_neutralised_on_import(db_url: str) -> None:  # noqa: F811
     store = Store(db_url)
     src_rep = sample_report()
@@ -161,7 +195,7 @@ def test_html_and_script_neutralised_on_import(db_url: str) -> None:  # noqa: F8
     assert "<script" not in blob.lower() and "<iframe" not in blob.lower() and "<img" not in blob.lower()
     assert "javascript:" not in blob.lower()
     assert "&lt;script>fetch(" in got["logs"][-1]["text"], "the text stays readable"
-    for page in (store.export_html(res["id"]), json.loads(store.export_bundle(res["id"]))["report_html"]):
+    for page in (store.export_html(res["id"]), json.loads(store.export_bundle(res["id"], reports=True))["report_html"]):
         assert active_html(page) == []
         assert "<script" not in page.lower() and "javascript:" not in page.lower()
     store.close()

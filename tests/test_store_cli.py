@@ -50,6 +50,11 @@ def test_run_save_list_export_import_show(tmp_path: Path, pg_url: str) -> None: 
     data = bundle.read_bytes()
     for s in (HF_SECRET, GH_SECRET):
         assert s.encode() not in data
+    assert "report_html" not in json.loads(data)  # the session and its checksum; the renderings on request
+    full = tmp_path / "full.json"
+    assert cli("sessions", "export", sid, "--out", str(full), "--with-reports", "--db", str(db)).returncode == 0
+    assert json.loads(full.read_bytes())["report_html"].startswith("<!doctype html>")
+    assert all(s.encode() not in full.read_bytes() for s in (HF_SECRET, GH_SECRET))
     html = tmp_path / "s.html"
     assert cli("sessions", "export", sid, "--out", str(html), "--db", str(db)).returncode == 0
     assert html.read_text().startswith("<!doctype html>") and "<script" not in html.read_text().lower()
@@ -57,6 +62,8 @@ def test_run_save_list_export_import_show(tmp_path: Path, pg_url: str) -> None: 
     pg = fresh_pg_database(pg_url)
     r = cli("sessions", "import", str(bundle), "--db", pg)
     assert r.returncode == 0 and sid in r.stdout, r.stderr
+    r = cli("sessions", "import", str(full), "--db", pg)  # the same session with its renderings: the same one
+    assert r.returncode == 0 and sid in r.stdout and "already" in r.stdout.lower(), r.stdout + r.stderr
     a = json.loads(cli("sessions", "show", sid, "--json", "--db", str(db)).stdout)
     b = json.loads(cli("sessions", "show", sid, "--json", "--db", pg).stdout)
     assert a["session"] == b["session"]

@@ -36,9 +36,10 @@ def _old_html(report: dict) -> str:
             f"{body}\n</body></html>\n")
 
 
-def _old_bundle(session: dict, exported_at: str) -> bytes:
-    bundle = {"format": B.FORMAT, "version": B.VERSION, "exported_at": exported_at, "session": session,
-              "report_markdown": B.render_markdown(session), "report_html": _old_html(session)}
+def _old_bundle(session: dict, exported_at: str, reports: bool = True) -> bytes:
+    bundle = {"format": B.FORMAT, "version": B.VERSION, "exported_at": exported_at, "session": session}
+    if reports:
+        bundle.update(report_markdown=B.render_markdown(session), report_html=_old_html(session))
     bundle["sha256"] = hashlib.sha256(S.canonical_bytes(bundle)).hexdigest()
     return (json.dumps(bundle, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
 
@@ -94,11 +95,15 @@ def test_streamed_bundle_is_the_former_bundle(monkeypatch) -> None:
     for _ in range(40):
         rep = {"session_id": "s", "host": "h", "facts": {"a": 1, "b": [1.5, None, True], "c": {}},
                "logs": [{"name": "x", "text": "".join(rnd.choice(ATOMS) for _ in range(300))}]}
-        data = B.build_bundle(rep)
+        data = B.build_bundle(rep, reports=True)  # --with-reports: the bundle every version before it wrote
         assert data == _old_bundle(rep, json.loads(data)["exported_at"])
-        fp = io.BytesIO()
-        n = B.write_bundle(rep, fp)
-        assert n == len(fp.getvalue()) and json.loads(fp.getvalue())["session"] == json.loads(data)["session"]
+        lean = B.build_bundle(rep)  # the default: that bundle without its two renderings, its own checksum
+        assert lean == _old_bundle(rep, json.loads(lean)["exported_at"], reports=False)
+        for form in (True, False):
+            fp = io.BytesIO()
+            n = B.write_bundle(rep, fp, reports=form)
+            assert n == len(fp.getvalue()) and json.loads(fp.getvalue())["session"] == json.loads(data)["session"]
+            assert ("report_html" in json.loads(fp.getvalue())) is form
 
 
 def test_fence_is_longer_than_every_run() -> None:
@@ -141,11 +146,13 @@ def test_store_writes_the_reports_it_returns(tmp_path, monkeypatch) -> None:
         fp = io.BytesIO()
         assert store.write_report(sid, fp, fmt) == len(fp.getvalue())
         assert fp.getvalue() == ref.encode("utf-8") and "hunter2secret" not in ref
-    fp = io.BytesIO()
-    store.write_bundle(sid, fp)
-    a, b = json.loads(fp.getvalue()), json.loads(store.export_bundle(sid))
-    assert {k: v for k, v in a.items() if k not in ("exported_at", "sha256")} == \
-        {k: v for k, v in b.items() if k not in ("exported_at", "sha256")}
+    for form in (False, True):
+        fp = io.BytesIO()
+        store.write_bundle(sid, fp, reports=form)
+        a, b = json.loads(fp.getvalue()), json.loads(store.export_bundle(sid, reports=form))
+        assert {k: v for k, v in a.items() if k not in ("exported_at", "sha256")} == \
+            {k: v for k, v in b.items() if k not in ("exported_at", "sha256")}
+        assert ("report_markdown" in a) is form
     store.close()
 
 
@@ -197,6 +204,7 @@ def test_long_report_streamed_to_either_database_reads_back_the_same(db_url: str
     import diagnostics.store as store_mod
 
     monkeypatch.setattr(store_mod, "BLOB_MIN", 1)
+    monkeypatch.setattr(store_mod, "PG_PIECES", 7)  # PostgreSQL reads it back in 7 slices (_get_json_pg)
     store = store_mod.Store(db_url)
     log = "".join(f"l{i} 中 \\ a\\b \\n \x1b[31m \"q\"\tt\r\n PASSWORD=hunter2secret{i}\n" for i in range(300))
     sid = store.save({"host": "h", "logs": [{"name": "big", "text": log}], "facts": {"n": 1.5}})

@@ -4,7 +4,7 @@
     sid = store.save(report)              # redacts secrets first; one transaction
     report = store.get(sid)               # the stored (redacted) report, byte-identical JSON
     rows, total = store.list_sessions(query="gfx1100", verdict="problems", page=1)
-    data = store.export_bundle(sid)       # bytes of a checksummed JSON bundle
+    data = store.export_bundle(sid)       # bytes of a checksummed JSON bundle (the session; reports=True: + renderings)
     other.import_bundle(data)             # refuses damaged / altered / future / oversized bundles
 
 SQLite runs in WAL mode with a busy timeout, and every write takes the write lock up front
@@ -21,7 +21,7 @@ import uuid
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, TypeVar
 
-from sqlalchemy import delete, func, insert, literal_column, select, update
+from sqlalchemy import case, delete, func, insert, literal_column, select, update
 from sqlalchemy.exc import OperationalError
 
 from ..redact import preview_report, redact_report, redact_text
@@ -49,6 +49,7 @@ N = NoteRow.__table__
 R = ReportRow.__table__
 MAX_NOTE_CHARS = 100_000
 BLOB_MIN = 1 << 20  # SQLite: a report JSON of this many bytes or more is written through a blob handle (_put_report)
+PG_PIECES = 16  # PostgreSQL: a long report JSON is read in at most this many slices (_get_json_pg)
 
 
 def _valid_uuid4(value: Any) -> bool:
@@ -228,11 +229,42 @@ class Store:
 
     def get_json(self, sid: str) -> str:
         """The stored report JSON text, exactly as saved."""
+        if self.dialect == "postgresql":
+            return self._get_json_pg(sid)
         with self._read() as conn:
             row = conn.execute(select(R.c.report_json).where(R.c.session_id == sid)).first()
         if row is None:
             raise SessionNotFound(sid)
         return row[0]
+
+    def _get_json_pg(self, sid: str) -> str:
+        """PostgreSQL: the report JSON read in at most :data:`PG_PIECES` slices of at least :data:`BLOB_MIN`
+        characters (``substr``), all in one REPEATABLE READ transaction, so they are slices of one stored text.
+
+        Fetched whole, one long text is held three times in this process at once: in libpq's input buffer (which
+        the pooled connection then keeps at that size), in the PGresult copied from it, and as the str psycopg
+        decodes; a slice costs that for its own size only.  The number of slices is bounded, not their size: a
+        compressed (TOAST) text is decompressed from its start up to the slice asked for, so slices of a fixed
+        size would cost time quadratic in the text; at most PG_PIECES of them cost at most PG_PIECES passes."""
+        with self.engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
+            with conn.begin():
+                n = func.length(R.c.report_json)
+                row = conn.execute(select(n, case((n < BLOB_MIN, R.c.report_json), else_=None))
+                                   .where(R.c.session_id == sid)).first()
+                if row is None:
+                    raise SessionNotFound(sid)
+                size, whole = row
+                if whole is not None:
+                    return whole
+                step = max(BLOB_MIN, -(-size // PG_PIECES))
+                parts = [conn.execute(select(func.substr(R.c.report_json, start, step))
+                                      .where(R.c.session_id == sid)).scalar_one()
+                         for start in range(1, size + 1, step)]
+        text = "".join(parts)
+        del parts
+        if len(text) != size:
+            raise StoreError(f"session {sid}: its report changed while it was read; try again")
+        return text
 
     def get(self, sid: str) -> dict[str, Any]:
         """The stored (redacted) report of session *sid*."""
@@ -320,25 +352,26 @@ class Store:
         return self._write(tx)
 
     # ------------------------------------------------------------------------------------------ bundles
-    def export_bundle(self, sid: str, mask_identity: bool = False) -> bytes:
+    def export_bundle(self, sid: str, mask_identity: bool = False, *, reports: bool = False) -> bytes:
         """The shareable bundle of a session: secrets are redacted again, identity masked on request.
 
-        Made by :meth:`write_bundle` into a temporary file and read back once the session is let go: the bytes
-        (about three times the session's logs: the session, its Markdown and its HTML) are the only large thing
-        held when they are returned (a BytesIO held them beside the session and grew by copies)."""
+        The bundle is the session and its checksum, about the size of the session's logs (*reports* adds its
+        Markdown and HTML renderings, which import ignores: about three times).  Made by :meth:`write_bundle`
+        into a temporary file and read back once the session is let go, so the bytes are the only large thing
+        held when they are returned."""
         import tempfile
 
         with tempfile.TemporaryFile() as fp:
-            size = self.write_bundle(sid, fp, mask_identity=mask_identity)
+            size = self.write_bundle(sid, fp, mask_identity=mask_identity, reports=reports)
             fp.seek(0)
             data = fp.read(size)
         return data
 
-    def write_bundle(self, sid: str, fp: Any, mask_identity: bool = False) -> int:
-        """:meth:`export_bundle` written to the binary file *fp* as it is made (the bundle, about three times the
-        session's size, is never held in memory); returns the number of bytes written."""
+    def write_bundle(self, sid: str, fp: Any, mask_identity: bool = False, *, reports: bool = False) -> int:
+        """:meth:`export_bundle` written to the binary file *fp* as it is made (never held in memory); returns the
+        number of bytes written."""
         session = redact_report(self.get(sid), mask_identity=mask_identity)
-        return write_bundle(session, fp)
+        return write_bundle(session, fp, reports=reports)
 
     def share_preview(self, sid: str, mask_identity: bool = False) -> dict[str, Any]:
         """What an export would share, for the UI to show before sharing: {"report": what leaves the machine,

@@ -2,9 +2,14 @@
 
 A bundle is one JSON document::
 
-    {"format": "gpu-doctor-session", "version": 1, "exported_at": "...",
-     "session": {...the report...}, "report_markdown": "...", "report_html": "...",
+    {"format": "gpu-doctor-session", "version": 1, "exported_at": "...", "session": {...the report...},
      "sha256": "<hex sha256 of the canonical JSON of everything except this key>"}
+
+A bundle made with ``reports=True`` (``sessions export --with-reports``) also holds ``"report_markdown"`` and
+``"report_html"``, the session rendered; every bundle made before that option holds them too.  They are derived
+from the session, covered by the checksum when present, and never read: import renders them again from the
+session when they are needed, so a bundle without them carries the same session (a third of the bytes) and every
+version of this importer, old ones included, takes both forms.
 
 Import trusts nothing in it: size, UTF-8, JSON, format, version, checksum and the shape of the session
 are checked before anything touches the database; active HTML in any text is neutralised; the rendered
@@ -464,49 +469,55 @@ def iter_html(report: dict[str, Any]) -> Any:
 
 
 # ----------------------------------------------------------------------------------------------- bundles
-def build_bundle(session: dict[str, Any]) -> bytes:
+def build_bundle(session: dict[str, Any], *, reports: bool = False) -> bytes:
     """The bundle file of *session* (see :func:`write_bundle`): written to a temporary file and read back in one
     piece of its exact size (a BytesIO grows by copies, up to twice the bundle while it grows)."""
     import tempfile
 
     with tempfile.TemporaryFile() as fp:
-        size = write_bundle(session, fp)
+        size = write_bundle(session, fp, reports=reports)
         fp.seek(0)
         return fp.read(size)
 
 
-def write_bundle(session: dict[str, Any], fp: Any) -> int:
+def write_bundle(session: dict[str, Any], fp: Any, *, reports: bool = False) -> int:
     """Write the bundle of *session* to the binary file *fp*; return the number of bytes written.
 
     The same bytes as ``json.dumps(bundle, ensure_ascii=False, indent=1) + "\\n"`` with the checksum of
-    :func:`summary.sha256_of`, but streamed: the HTML is rendered once (to a temporary file, hashed on the way),
-    the Markdown twice (it only refers to the session's strings), so neither, nor the JSON, is held whole."""
+    :func:`summary.sha256_of`, but streamed, so the JSON is never held whole.  The bundle is the session and its
+    checksum; *reports* adds the Markdown and HTML renderings (``report_markdown``, ``report_html``), which import
+    ignores and renders again, each about the size of the session's logs: the HTML is then rendered once (to a
+    temporary file, hashed on the way), the Markdown twice (it only refers to the session's strings), so neither
+    is held whole either."""
+    import contextlib
     import hashlib
     import tempfile
 
     from .summary import Pieces, iter_json
 
     exported_at = utcnow().isoformat(timespec="seconds") + "Z"
-    md = Pieces(lambda: iter_markdown(session))
-    rendered = [False]
-    with tempfile.TemporaryFile("w+", encoding="utf-8", newline="") as spool:
-        def html_pieces() -> Any:  # the first pass renders and keeps it, the second reads it back
-            if not rendered[0]:
-                for piece in iter_html(session):
-                    spool.write(piece)
-                    yield piece
-                rendered[0] = True
-            else:
-                spool.seek(0)
-                while True:
-                    piece = spool.read(HTML_PIECE)
-                    if not piece:
-                        break
-                    yield piece
+    bundle: dict[str, Any] = {"format": FORMAT, "version": VERSION, "exported_at": exported_at, "session": session}
+    with contextlib.ExitStack() as stack:
+        if reports:
+            spool = stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8", newline=""))
+            rendered = [False]
 
-        page = Pieces(html_pieces)
-        bundle: dict[str, Any] = {"format": FORMAT, "version": VERSION, "exported_at": exported_at,
-                                  "session": session, "report_markdown": md, "report_html": page}
+            def html_pieces() -> Any:  # the first pass renders and keeps it, the second reads it back
+                if not rendered[0]:
+                    for piece in iter_html(session):
+                        spool.write(piece)
+                        yield piece
+                    rendered[0] = True
+                else:
+                    spool.seek(0)
+                    while True:
+                        piece = spool.read(HTML_PIECE)
+                        if not piece:
+                            break
+                        yield piece
+
+            bundle["report_markdown"] = Pieces(lambda: iter_markdown(session))
+            bundle["report_html"] = Pieces(html_pieces)
         h = hashlib.sha256()
         for chunk in iter_json(bundle, sort_keys=True):
             h.update(chunk.encode("utf-8"))
