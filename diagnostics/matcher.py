@@ -346,7 +346,16 @@ def oom_facts(logs: list[tuple[str, str]], facts: dict[str, Any]) -> dict[str, A
 
     found: dict[str, Any] = {}
     for _, text in logs:
-        found = parse(text) or found
+        here = parse(text)
+        # a terminal or forum that hard-wrapped the one-line message splits its figures over several lines: the
+        # wrapped runs joined back (the scan's own appendix, textnorm.joined_wraps, which gives both readings of a
+        # cut: with and without a space) are read too, and the reading with the most figures wins
+        if "Tried to allocate" in text:
+            for line in joined_wraps(text)[0].splitlines():
+                joined = parse(line)
+                if len(joined) > len(here):
+                    here = joined
+        found = here or found
     if not found and isinstance(facts.get("gen.error"), str):
         found = parse(facts["gen.error"])
     return found
