@@ -222,7 +222,7 @@ class Matcher:
         cleaned = [(n, *clean_log_wraps(t)) for n, t in (logs or [])]
         logs = [(n, c) for n, c, _ in cleaned]
         hits = self.scan.scan(logs, [w for _, _, w in cleaned])
-        from_logs = {k: v for k, v in oom_facts(logs, facts).items() if k not in facts}
+        from_logs = {k: v for k, v in oom_facts(logs, facts, [w for _, _, w in cleaned]).items() if k not in facts}
         facts.update(from_logs)  # what an out-of-memory error says of itself, for conditions and evidence
         res = rank(self.kb.entries, facts, hits, set(unknown_facts), fact_sources or {})
         _add_oom_quotes(res["diagnoses"], logs, facts, fact_sources or {})
@@ -340,13 +340,25 @@ def diagnosis_dict(e: Entry, confidence: float, evidence: list[dict[str, Any]],
     return d
 
 
-def oom_facts(logs: list[tuple[str, str]], facts: dict[str, Any]) -> dict[str, Any]:
-    """``oom.*`` facts from the last out-of-memory error in the logs (or in ``gen.error``)."""
+def oom_facts(logs: list[tuple[str, str]], facts: dict[str, Any],
+              wrap_lengths: list[list[int] | None] | None = None) -> dict[str, Any]:
+    """``oom.*`` facts from the last out-of-memory error in the logs (or in ``gen.error``).  *wrap_lengths*: per
+    log, the lengths its lines had as pasted (textnorm.clean_log_wraps), for the joined wrap runs."""
     from .parsers.oom import parse
 
     found: dict[str, Any] = {}
-    for _, text in logs:
-        found = parse(text) or found
+    for k, (_, text) in enumerate(logs):
+        lengths = wrap_lengths[k] if wrap_lengths and k < len(wrap_lengths) else None
+        here = parse(text)
+        # a terminal or forum that hard-wrapped the one-line message splits its figures over several lines: the
+        # wrapped runs joined back (the scan's own appendix, textnorm.joined_wraps, which gives both readings of a
+        # cut: with and without a space) are read too, and the reading with the most figures wins
+        if "Tried to allocate" in text:
+            for line in joined_wraps(text, lengths=lengths)[0].splitlines():
+                joined = parse(line)
+                if len(joined) > len(here):
+                    here = joined
+        found = here or found
     if not found and isinstance(facts.get("gen.error"), str):
         found = parse(facts["gen.error"])
     return found
@@ -391,7 +403,7 @@ def evaluate_entry(entry: Entry, facts: dict[str, Any], logs: str) -> Outcome:
     text, wraps = clean_log_wraps(logs) if logs else ("", None)
     log_list = [("log", text)] if logs else []
     hits = scan.scan(log_list, [wraps]) if logs else {}
-    facts = {**oom_facts(log_list, facts), **facts}  # as Matcher.match does
+    facts = {**oom_facts(log_list, facts, [wraps] if logs else None), **facts}  # as Matcher.match does
     return evaluate(entry.when, facts, hits, {})
 
 

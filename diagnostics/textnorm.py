@@ -78,6 +78,9 @@ _PREFIX_ALTS = (
     # docker compose ("comfyui-1  | ", "ollama_1    | ") and kubectl logs --prefix ("[pod/web-7c9f/app] ")
     _COMPOSE,
     r"\[pod/[\w.-]{1,253}/[\w.-]{1,63}\] ",
+    # Buildkite's web log copied: "  | [2025-03-10T15:07:20Z] ERROR ..." (the bar only before a bracketed ISO
+    # timestamp, which the next round takes; a table row "| 0 | MI300X |" keeps its bar)
+    rf" {{0,4}}\| (?=\[{_ISO}\] )",
     # interactive prompts: ">>> ", "... ", "$ ", "user@host:~/dir$ ", "(venv) $ ", "PS C:\\x> "; "> " quotes
     # (the run of the prompt's characters is taken whole: "$" is not one of them, so giving characters back could
     # never find "$ " and would only cost time on a long word)
@@ -93,7 +96,7 @@ _PREFIX_ALTS = (
 # line, so the pass stays linear.  _ITER_GUARD is a cheap necessary condition for another prefix (its first
 # character, or "$ " after a run of a prompt's characters, taken without backtracking), so the search for a
 # second prefix after "2024-05-01 12:00:00 " gives up at once on an ordinary "INFO ..." line.
-_ITER_GUARD = r"(?=[\d\[>.(PJFMASONDTIWEC-]|(?=([\w.@:~/-]{0,128}))\1\$ |" + _COMPOSE + ")"
+_ITER_GUARD = r"(?=[\d\[>.(PJFMASONDTIWEC-]|(?=([\w.@:~/-]{0,128}))\1\$ |" + _COMPOSE + r"| {0,4}\| \[\d)"
 _PREFIX_BODY = "(?:" + _ITER_GUARD + "(?:" + "|".join(_PREFIX_ALTS) + ")){1,4}"
 # a line is only tried when it can start a prefix: its first character, or "$ " among its first 131 characters.
 # A line that starts with none of those characters can only start with a prompt, which holds that "$ " itself,
@@ -335,8 +338,8 @@ def _joined_wraps(text: str, max_chars: int | None = None,
     In a short paste (up to :data:`SMALL_PASTE_LINES` lines) every line of :data:`WRAP_MIN` characters or more
     may continue on the next (non-empty) one.  A longer text gets an appendix only when it has the shape of a hard
     wrap (:func:`_wrap_shape`), and then only its lines that reach the wrap width continue.  At the fixed width (a terminal cut the word)
-    the pieces are joined as they are; at a word wrap's width with one space, and where a word was cut (letters
-    on both sides of the break) also without it.  Runs hold at most :data:`WRAP_MAX_RUN` lines; each line is in
+    the pieces are joined as they are; at a word wrap's width with one space, and where a word or token was cut
+    (visible characters on both sides of the break) also without it.  Runs hold at most :data:`WRAP_MAX_RUN` lines; each line is in
     the appendix at most twice, so it is never larger than twice *text* (or *max_chars*).  The text itself is
     still scanned as it is: the appendix only adds what a wrap had hidden."""
     if "\n" not in text:
@@ -394,7 +397,9 @@ def _joined_wraps(text: str, max_chars: int | None = None,
                 spaced[-1] = spaced[-1].rstrip()
                 tight[-1] = tight[-1].rstrip()
                 glue = spaced[-1][-1:] + nxt[:1]
-                word_cut = len(glue) == 2 and glue.replace("_", "a").isalnum()
+                # letters on both sides (a cut word), or any two visible characters (a terminal cut a token at its
+                # width: "... for option 'gpu-name" / "'" - the quote belongs to the word before it)
+                word_cut = len(glue) == 2 and not any(ch.isspace() for ch in glue)
                 spaced.append(("" if spaced[-1].endswith(("-", "/", "_")) else " ") + nxt)
                 tight.append(nxt)
                 ambiguous = ambiguous or word_cut

@@ -91,3 +91,16 @@ def test_smi_table_unknown_when_memory_not_shown_or_list_cut():
     assert "gpu.unlisted_mem_bytes" not in f
     f = nvidia_smi.parse(_HEAD).facts
     assert "gpu.unlisted_mem_bytes" not in f
+
+
+def test_message_hard_wrapped_by_the_paste_is_read_whole():
+    # Med-ChatGLM#11: the old one-line message wrapped over five lines; the joined run gives every figure
+    from diagnostics.matcher import oom_facts
+    text = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 128.00 MiB (GPU 0; 39.56\n"
+            "GiB total capacity; 37.88 GiB already allocated; 32.56 MiB free; 38.21 GiB \n"
+            "reserved in total by PyTorch) If reserved memory is >> allocated memory try \n"
+            "setting max_split_size_mb to avoid fragmentation.  See documentation for Memory \n"
+            "Management and PYTORCH_CUDA_ALLOC_CONF\n")
+    f = oom_facts([("log", text)], {})
+    assert abs(f["oom.reserved_bytes"] - 38.21 * GIB) < MIB
+    assert f["oom.outside_torch_fraction"] < 0.1   # this process held nearly all of the 40 GB card

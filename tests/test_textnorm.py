@@ -51,6 +51,7 @@ COLLECT_ENV = ["PyTorch version: 2.5.1+cpu", "Is debug build: False", "CUDA used
     "comfyui-1  | ",                                            # docker compose up
     "ollama_1    | ",                                           # docker-compose v1
     "[pod/trainer-7c9f/worker] ",                               # kubectl logs --prefix
+    "  | [2025-03-10T15:07:20Z] ",                             # Buildkite's web log (vllm#14574)
     "10:31:55.123 [Debug] [ComfyUI-0/STDERR] ",                 # SwarmUI's backend stream
     "\x1b[31m",                                                 # colour
 ])
