@@ -17,7 +17,8 @@ scores by hand: the vocabulary only *normalises* words before BM25 sees them -
 * a brand glued to its model number split off ("AMD780M", "RX6600", "RTX4090");
 * English words stemmed (Snowball, the ``snowballstemmer`` library) after British spellings are read as American ones
   (initialise, recognised), a few stop words dropped (with the clitic halves of doesn't, isn't), bare numbers dropped
-  (versions and sizes say nothing about the cause), a short snake_case identifier also read as its parts
+  (versions and sizes say nothing about the cause) but not an error code ("WinError 1455", "exit code 137" -> code1455,
+  code137), a short snake_case identifier also read as its parts
   (``TensileLibrary_lazy_gfx1031`` -> tensilelibrary, lazy, gfx1031);
 * Chinese as overlapping character pairs (the bigram indexing of Lucene's CJKAnalyzer), except pairs with a function
   character of the vocabulary (的, 了, 都, ...: a pair across two words is noise): no dictionary to load,
@@ -430,6 +431,13 @@ _MARK = "\ue000"   # a private-use character stands for a synonym found in the t
 _TOKEN = re.compile(r"\ue000\d+|[a-z0-9_]+|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _SIZE = re.compile(r"\d+(?:\.\d+)?(?:[kmgt]i?b?|[kmgt]?bytes?)$")   # 4g, 16gb, 512mib, 2.5gb
+# A number is dropped (a version, a size), except an error code: right after one of these words ("WinError 1455",
+# "os error 1455", "Errno 28", "exit code 137", "signal 11", "Error: 401") or right before "client error" / "server
+# error" ("401 Client Error") it names the failure - WinError 126 (a DLL that does not load) is not WinError 1455 (the
+# page file) - and is read as the token "code<N>", whatever word introduced it.
+_CODE_WORDS = frozenset({"error", "winerror", "errno", "err", "code", "signal", "status"})
+_CODE_AFTER = frozenset({"client", "server"})
+MAX_CODE_DIGITS = 5
 
 
 # a brand glued to its model number ("AMD780M", "RX6600", "RTX4090"): two words, so the model is read as itself
@@ -474,12 +482,24 @@ class Tokenizer:
                 pos = m.end()
         pieces.append(t[pos:])
         out: list[tuple[str, str]] = []
+        prev = ""   # the word just before (a synonym by its token), for error codes
         for m in _TOKEN.finditer("".join(pieces) if syn else t):
             w = m.group(0)
+            if w.isdigit():
+                if len(w) <= MAX_CODE_DIGITS and prev in _CODE_WORDS:
+                    out.append((f"code{int(w)}", f"{prev} {w}"))
+                prev = w
+                continue
+            if prev.isdigit() and len(prev) <= MAX_CODE_DIGITS and w in _CODE_AFTER:
+                out.append((f"code{int(prev)}", f"{prev} {w}"))
             if w[0] == _MARK:
                 surf = syn[int(w[1:])][1]
-                out.extend((tok, surf) for tok in self.token_of.get(surf, ()))
-            elif _HAN.match(w):
+                toks = self.token_of.get(surf, ())
+                out.extend((tok, surf) for tok in toks)
+                prev = toks[0] if toks else ""
+                continue
+            prev = w
+            if _HAN.match(w):
                 fc = self.function_chars
                 if len(w) == 1:
                     if w not in fc:

@@ -425,6 +425,22 @@ def test_tokenizer_drops_noise_and_reads_identifiers():
     assert "也没" not in words("重启也没用")      # "didn't help either" is filler
 
 
+def test_an_error_code_is_read_a_bare_number_is_not():
+    tok = symptoms.retriever_for().tokenizer
+    words = lambda text: {t for t, _ in tok(text)}
+    # the number after an error word names the failure, however it is introduced
+    for text in ("(os error 1455)", "OSError: [WinError 1455] 页面文件太小", "error: 1455", "报错 1455"):
+        assert "code1455" in words(text), text
+    assert "code126" in words("[WinError 126] The specified module could not be found")
+    assert {"code137"} <= words("exited with exit code 137") and "code401" in words("401 Client Error: Unauthorized")
+    assert "code28" in words("OSError: [Errno 28] No space left on device")
+    # versions, sizes and counts stay out
+    assert not {t for t in words("torch 2.1 on a 4090 with 24 GB, batch 8, 30 minutes") if t.startswith("code")}
+    # so two Windows errors that share a word no longer look alike: 1455 is the page file, 126 a DLL that does not load
+    assert match_symptoms("(os error 1455) I was facing this error, anyone can help")[0]["id"] == "windows-pagefile-too-small"
+    assert match_symptoms("WinError 126 when I start it")[0]["id"] == "windows-torch-dll-load-failed"
+
+
 @pytest.mark.parametrize("expected,text", [
     # issue 14's list of how people say it, in their words (no log pasted)
     ("hip-out-of-memory", "爆显存"),
