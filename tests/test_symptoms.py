@@ -160,6 +160,16 @@ def test_entries_only_the_doctor_can_measure_are_never_guessed():
         assert got and not got & lex.excluded, (text, got)
 
 
+def test_another_program_on_the_gpu_is_one_guess_not_two():
+    """What a reporter says about another program on the GPU is what gpu-vram-held-by-other-process says;
+    gpu-shared-with-other-process (the doctor's busy reading, the figures of an OOM error) is not guessed from words,
+    so the two no longer split such a description and take two of the first three places."""
+    for text in ("another process is using the gpu", "有其他进程在用gpu，一跑就out of memory",
+                 "GPU out of memory error - memory already allocated before code starts to run"):
+        got = [d["id"] for d in match_symptoms(text)]
+        assert "gpu-vram-held-by-other-process" in got[:2] and "gpu-shared-with-other-process" not in got, (text, got)
+
+
 ON_CPU = {"model-offloaded-to-cpu-slow", "ollama-amd-gpu-unsupported-cpu-fallback", "torch-cpu-only-wheel"}
 
 
