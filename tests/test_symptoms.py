@@ -460,6 +460,8 @@ def test_an_error_code_is_read_a_bare_number_is_not():
     ("rccl-multigpu-hang", "多卡训练卡住不动"),
     ("pip-externally-managed-environment", "pip install 报错 externally-managed-environment"),
     ("nvidia-module-not-built-for-kernel", "after a kernel upgrade nvidia-smi cannot talk to the driver"),
+    # round 9: "CPU mode" is the CPU fallback, said the way the tool's window shows it
+    ("torch-cpu-only-wheel", "it always shows 'CPU' in the window, I reinstalled torch but it is still in CPU mode"),
     ("user-not-in-render-video-group", "it only works with sudo"),
 ])
 def test_colloquial_descriptions_rank_their_cause_first(expected, text):
