@@ -122,6 +122,8 @@ _ANY_CJK = re.compile(rf"[{_CJK}]")
 _SPACE_NEAR_CJK = re.compile(rf" (?:(?=[{_CJK}])|(?<=[{_CJK}] ))")
 
 _FOLD_CHUNK = 1 << 16
+# typographic quotes (which NFKC keeps) as ASCII: "doesn’t" - an editor's or a phone's apostrophe - is "doesn't"
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201b": "'", "\u2032": "'", "\u201c": '"', "\u201d": '"'})
 
 
 def _cut(text: str, start: int) -> int:
@@ -147,7 +149,7 @@ def _fold_chunks(text: str) -> str:
     pos = 0
     while pos < len(text):
         end = _cut(text, pos)
-        t = _WS.sub(" ", unicodedata.normalize("NFKC", text[pos:end]).casefold())
+        t = _WS.sub(" ", unicodedata.normalize("NFKC", text[pos:end]).casefold().translate(_QUOTES))
         if parts and parts[-1].endswith(" ") and t.startswith(" "):
             t = t[1:]
         if _ANY_CJK.search(t):
@@ -167,8 +169,8 @@ def _fold_chunks(text: str) -> str:
 
 
 def normalize(text: str) -> str:
-    """Fold a description for matching: NFKC (full-width -> half-width), case folding, whitespace runs -> one
-    space, no space next to a CJK character.  (Traditional characters are handled by the lexicon, which also
+    """Fold a description for matching: NFKC (full-width -> half-width), case folding, typographic quotes -> ASCII,
+    whitespace runs -> one space, no space next to a CJK character.  (Traditional characters are handled by the lexicon, which also
     carries a traditional spelling of each phrase.)
 
     Every step is a single linear pass; the CJK step only runs when CJK characters occur."""
@@ -223,6 +225,7 @@ class Lexicon:
     # (tokens, token, variants): where one of the tokens occurs, these variants read as token ("shared memory" next to
     # an APU is the system RAM it borrows, not /dev/shm)
     in_context: tuple[tuple[frozenset[str], str, frozenset[str]], ...] = ()
+    spellings: dict[str, str] = field(default_factory=dict)   # misspelt word -> the word ("avaliable" -> "available")
     _set: Any = None
 
     def compile(self) -> "Lexicon":
@@ -247,7 +250,18 @@ class Lexicon:
                     self._named_of.append(it.name)
             ns.Compile()
             self._named_set = ns
+        if self.spellings:
+            # one pass of literal alternatives between word boundaries: linear in the text
+            self._spell = re.compile(r"(?<![0-9a-z_])(?:" + "|".join(
+                re.escape(w) for w in sorted(self.spellings, key=len, reverse=True)) + r")(?![0-9a-z_])")
         return self
+
+    def respell(self, folded: str) -> str:
+        """*folded* text with the misspelt words of the ``spellings:`` section replaced, whole ASCII words only."""
+        sp = getattr(self, "_spell", None)
+        if sp is None or not folded:
+            return folded
+        return sp.sub(lambda m: self.spellings[m.group(0)], folded)
 
     def names_in(self, folded: str) -> frozenset[str]:
         """The named items (:class:`NamedItem` names) whose words occur in *folded* text (see :func:`_fold`)."""
@@ -355,7 +369,22 @@ def build_lexicon(data: dict[str, Any]) -> Lexicon:
     return Lexicon(phrases, patterns, weights, frozenset(topics), frozenset(weak), tuple(synonyms), generic=generic,
                    stopwords=stop, excluded=excluded, describable=describable, function_chars=frozenset(fchars),
                    named=_named_kinds(data.get("named") or []),
-                   in_context=_context_rules(data.get("in_context") or [], seen_tokens)).compile()
+                   in_context=_context_rules(data.get("in_context") or [], seen_tokens),
+                   spellings=_spellings(data.get("spellings") or {})).compile()
+
+
+def _spellings(data: Any) -> dict[str, str]:
+    """The ``spellings:`` section: ``{misspelt word: word}``, both lowercase ASCII (a contraction may keep its
+    apostrophe: ``doesnt: doesn't``)."""
+    if not isinstance(data, dict):
+        raise ValueError("symptom lexicon: 'spellings' must map misspelt words to words")
+    out = {}
+    for k, v in data.items():
+        k, v = str(k), str(v)
+        if not re.fullmatch(r"[a-z][a-z0-9]*", k) or not re.fullmatch(r"[a-z][a-z0-9' ]*", v) or k == v:
+            raise ValueError(f"symptom lexicon: spelling {k!r} -> {v!r}: lowercase ASCII words, different")
+        out[k] = v
+    return out
 
 
 def _context_rules(data: Any, tokens: set[str]) -> tuple[tuple[frozenset[str], str, frozenset[str]], ...]:
@@ -458,6 +487,7 @@ class Tokenizer:
         self.generic = lex.generic
         self.function_chars = lex.function_chars
         self.in_context = lex.in_context
+        self.respell = lex.respell
         self.token_of: dict[str, list[str]] = {}
         for tok, variants in lex.synonyms:
             for v in variants:
@@ -471,7 +501,7 @@ class Tokenizer:
         self._syn = re2.compile("|".join(pats)) if pats else None
 
     def __call__(self, text: str) -> list[tuple[str, str]]:
-        t = _fold(text).replace(_MARK, " ")
+        t = self.respell(_fold(text)).replace(_MARK, " ")
         syn: list[tuple[str, str]] = []
         pieces, pos = [], 0
         if self._syn is not None:
@@ -545,7 +575,7 @@ class Retriever:
     def named_factors(self, text: str) -> dict[int, float]:
         """Entry index -> score factor from what *text* names (see :class:`NamedKind`); empty if it names nothing."""
         lex = self.lexicon
-        named = lex.names_in(_fold(text)) if lex is not None else frozenset()
+        named = lex.names_in(lex.respell(_fold(text))) if lex is not None else frozenset()
         if not named:
             return {}
         covered = set(named)

@@ -160,6 +160,27 @@ def test_entries_only_the_doctor_can_measure_are_never_guessed():
         assert got and not got & lex.excluded, (text, got)
 
 
+@pytest.mark.parametrize("typed,written", [
+    ("ollama doesn\u2019t use the GPU", "ollama doesn't use the GPU"),          # a phone's or an editor's apostrophe
+    ("ollama doesnt use the GPU", "ollama doesn't use the GPU"),               # no apostrophe at all
+    ("torch says cuda is not avaliable on my nvdia card", "torch says cuda is not available on my nvidia card"),
+    ("pytroch cant find the gpu", "pytorch can't find the gpu"),
+])
+def test_misspelt_words_and_typographic_quotes_read_as_written(typed, written):
+    tok = symptoms.retriever_for().tokenizer
+    assert [t for t, _ in tok(typed)] == [t for t, _ in tok(written)]
+    assert [d["id"] for d in match_symptoms(typed)][:3] == [d["id"] for d in match_symptoms(written)][:3] != []
+
+
+def test_spellings_are_whole_words_and_checked():
+    lex = symptoms.load_lexicon()
+    assert lex.respell("the nvdia card, nvdiax and xnvdia") == "the nvidia card, nvdiax and xnvdia"
+    with pytest.raises(ValueError):
+        build_lexicon({"groups": [], "spellings": {"Nvdia": "nvidia"}})
+    with pytest.raises(ValueError):
+        build_lexicon({"groups": [], "spellings": ["nvdia"]})
+
+
 def test_another_program_on_the_gpu_is_one_guess_not_two():
     """What a reporter says about another program on the GPU is what gpu-vram-held-by-other-process says;
     gpu-shared-with-other-process (the doctor's busy reading, the figures of an OOM error) is not guessed from words,
