@@ -13,7 +13,10 @@ scores by hand: the vocabulary only *normalises* words before BM25 sees them -
 * synonyms and spellings to one token each (utilisation/utilization/占用率 -> ``util``; VRAM/显存/video memory ->
   ``vram``; OOM/out of memory/显存不足 -> ``oom``; ...), ASCII variants as whole words; compound words and error
   phrases made of common words too (虚拟机 -> ``vm``, not the 虚拟 of 虚拟内存; "invalid device function" ->
-  ``invaliddevfn``, not any "device"), so that they weigh as what they name;
+  ``invaliddevfn``, not any "device"), so that they weigh as what they name; the other inflections of a one-word
+  variant too ("segfaults" as "segfault", "updating" as "update"), by their Snowball stem;
+* misspelt words and apostrophe-less contractions read as the word first (the vocabulary's ``spellings:``:
+  "avaliable", "nvdia", "doesnt"), typographic quotes as ASCII ones;
 * a brand glued to its model number split off ("AMD780M", "RX6600", "RTX4090");
 * English words stemmed (Snowball, the ``snowballstemmer`` library) after British spellings are read as American ones
   (initialise, recognised), a few stop words dropped (with the clitic halves of doesn't, isn't), bare numbers dropped
@@ -470,6 +473,14 @@ MAX_CODE_DIGITS = 5
 
 
 # a brand glued to its model number ("AMD780M", "RX6600", "RTX4090"): two words, so the model is read as itself
+_ONE_WORD = re.compile(r"[a-z][a-z0-9]*")
+
+
+def _stem(w: str) -> str:
+    """Snowball's English stem of *w*, British spellings read as American ones first."""
+    return _STEM.stemWord(_BRIT_WORDS.get(w) or _BRIT.sub(r"\1z\2", w))
+
+
 _BRAND_GLUED = re.compile(r"\b(amd|radeon|rx|rtx|gtx|ryzen|geforce|nvidia)(?=\d)")
 
 
@@ -496,6 +507,17 @@ class Tokenizer:
                     toks.append(tok)
         for w in lex.stopwords:
             self.token_of.setdefault(w.translate(_T2S), [])      # a stop word: read, and dropped
+        # a one-word variant's other inflections ("segfaults", "generating", "updates"): a word whose stem is the stem
+        # of a one-word variant reads as that variant's token.  Only where the stem is the variant itself or the
+        # variant less one letter ("update" -> "updat"): "containers" -> "contain" would take "contains" along
+        by_stem: dict[str, set[str]] = {}
+        for tok, variants in lex.synonyms:
+            for v in variants:
+                if _ONE_WORD.fullmatch(v):
+                    st = _stem(v)
+                    if v.startswith(st) and len(v) - len(st) <= 1:
+                        by_stem.setdefault(st, set()).add(tok)
+        self.stem_token = {st: next(iter(toks)) for st, toks in by_stem.items() if len(toks) == 1}
         # the longest variant wins where several start at one place
         pats = [_literal(v) for v in sorted(self.token_of, key=len, reverse=True)]
         self._syn = re2.compile("|".join(pats)) if pats else None
@@ -541,7 +563,8 @@ class Tokenizer:
             elif w not in _STOP and 1 < len(w) <= MAX_WORD and not w.isdigit() and not _SIZE.match(w):
                 # numbers are versions and sizes ("4g", "16gb", "24gib": the size of a card says nothing about the
                 # cause; the few sizes that do - an APU's 512M carve-out - are synonyms, read before this)
-                out.append((_STEM.stemWord(_BRIT_WORDS.get(w) or _BRIT.sub(r"\1z\2", w)), w))
+                st = _stem(w)
+                out.append((self.stem_token.get(st, st), w))
                 if 0 < w.strip("_").count("_") <= 3:   # (a long snake_case run is a path or a build tag, not a name)
                     # an identifier (TensileLibrary_lazy_gfx1031, hipErrorNoBinaryForGpu_x): its parts count too
                     out.extend((_STEM.stemWord(p), p) for p in w.split("_")

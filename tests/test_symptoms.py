@@ -172,6 +172,19 @@ def test_misspelt_words_and_typographic_quotes_read_as_written(typed, written):
     assert [d["id"] for d in match_symptoms(typed)][:3] == [d["id"] for d in match_symptoms(written)][:3] != []
 
 
+def test_inflections_of_a_one_word_variant_read_as_its_token():
+    tok = symptoms.retriever_for().tokenizer
+    words = lambda text: [t for t, _ in tok(text)]
+    # "segfault" is a variant of crash: so are "segfaults"; "update" of update: so are "updates", "updating"
+    assert words("segfaults") == words("segfault") == ["crash"]
+    assert words("after the updates") == words("after updating") == words("after the update")
+    # but not where the stem reaches past the variant: "containers" is container, "contains" is not
+    assert "container" not in words("the log contains this")
+    assert match_symptoms("Getting segfaults when I run anything on the gpu")[0]["id"] == "segfault-on-first-gpu-op"
+    # the negations people write for "not detected"
+    assert "notdetected" in words("the GPU isn't recognized by rocminfo") and "notdetected" in words("it doesn't show up")
+
+
 def test_spellings_are_whole_words_and_checked():
     lex = symptoms.load_lexicon()
     assert lex.respell("the nvdia card, nvdiax and xnvdia") == "the nvidia card, nvdiax and xnvdia"
