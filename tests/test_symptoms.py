@@ -496,6 +496,7 @@ def test_an_error_code_is_read_a_bare_number_is_not():
     ("nvidia-module-not-built-for-kernel", "after a kernel upgrade nvidia-smi cannot talk to the driver"),
     # round 9: "CPU mode" is the CPU fallback, said the way the tool's window shows it
     ("torch-cpu-only-wheel", "it always shows 'CPU' in the window, I reinstalled torch but it is still in CPU mode"),
+    ("cuda-no-kernel-image", "换了新显卡4090之后报no kernel image"),     # the error cut short, as people quote it
     ("user-not-in-render-video-group", "it only works with sudo"),
 ])
 def test_colloquial_descriptions_rank_their_cause_first(expected, text):
