@@ -467,7 +467,7 @@ _SIZE = re.compile(r"\d+(?:\.\d+)?(?:[kmgt]i?b?|[kmgt]?bytes?)$")   # 4g, 16gb, 
 # "os error 1455", "Errno 28", "exit code 137", "signal 11", "Error: 401") or right before "client error" / "server
 # error" ("401 Client Error") it names the failure - WinError 126 (a DLL that does not load) is not WinError 1455 (the
 # page file) - and is read as the token "code<N>", whatever word introduced it.
-_CODE_WORDS = frozenset({"error", "winerror", "errno", "err", "code", "signal", "status"})
+_CODE_WORDS = frozenset({"error", "winerror", "errno", "err", "code", "signal", "status", "failure"})   # "CUDA failure 35"
 _CODE_AFTER = frozenset({"client", "server"})
 MAX_CODE_DIGITS = 5
 

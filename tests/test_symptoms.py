@@ -478,6 +478,7 @@ def test_an_error_code_is_read_a_bare_number_is_not():
     assert "code126" in words("[WinError 126] The specified module could not be found")
     assert {"code137"} <= words("exited with exit code 137") and "code401" in words("401 Client Error: Unauthorized")
     assert "code28" in words("OSError: [Errno 28] No space left on device")
+    assert "code35" in words("onnxruntime CUDA failure 35: CUDA driver version is insufficient")
     # versions, sizes and counts stay out
     assert not {t for t in words("torch 2.1 on a 4090 with 24 GB, batch 8, 30 minutes") if t.startswith("code")}
     # so two Windows errors that share a word no longer look alike: 1455 is the page file, 126 a DLL that does not load
@@ -497,6 +498,7 @@ def test_an_error_code_is_read_a_bare_number_is_not():
     # round 9: "CPU mode" is the CPU fallback, said the way the tool's window shows it
     ("torch-cpu-only-wheel", "it always shows 'CPU' in the window, I reinstalled torch but it is still in CPU mode"),
     ("cuda-no-kernel-image", "换了新显卡4090之后报no kernel image"),     # the error cut short, as people quote it
+    ("torch-not-installed", "torch模块找不到，已经特意安装到1.10版本还是不行"),      # the words of 找不到torch模块 the other way round
     ("user-not-in-render-video-group", "it only works with sudo"),
 ])
 def test_colloquial_descriptions_rank_their_cause_first(expected, text):
