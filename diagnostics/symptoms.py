@@ -173,8 +173,8 @@ def _fold_chunks(text: str) -> str:
 
 def normalize(text: str) -> str:
     """Fold a description for matching: NFKC (full-width -> half-width), case folding, typographic quotes -> ASCII,
-    whitespace runs -> one space, no space next to a CJK character.  (Traditional characters are handled by the lexicon, which also
-    carries a traditional spelling of each phrase.)
+    whitespace runs -> one space, no space next to a CJK character.  (Traditional characters are handled by the
+    lexicon, which also carries a traditional spelling of each phrase.)
 
     Every step is a single linear pass; the CJK step only runs when CJK characters occur."""
     return _fold_chunks(text)
@@ -254,9 +254,9 @@ class Lexicon:
             ns.Compile()
             self._named_set = ns
         if self.spellings:
-            # one pass of literal alternatives between word boundaries: linear in the text
-            self._spell = re.compile(r"(?<![0-9a-z_])(?:" + "|".join(
-                re.escape(w) for w in sorted(self.spellings, key=len, reverse=True)) + r")(?![0-9a-z_])")
+            # one RE2 pass of literal alternatives between ASCII word boundaries: linear in the text
+            self._spell = re2.compile(r"\b(?:" + "|".join(
+                re.escape(w) for w in sorted(self.spellings, key=len, reverse=True)) + r")\b")
         return self
 
     def respell(self, folded: str) -> str:
@@ -472,7 +472,6 @@ _CODE_AFTER = frozenset({"client", "server"})
 MAX_CODE_DIGITS = 5
 
 
-# a brand glued to its model number ("AMD780M", "RX6600", "RTX4090"): two words, so the model is read as itself
 _ONE_WORD = re.compile(r"[a-z][a-z0-9]*")
 
 
@@ -481,6 +480,7 @@ def _stem(w: str) -> str:
     return _STEM.stemWord(_BRIT_WORDS.get(w) or _BRIT.sub(r"\1z\2", w))
 
 
+# a brand glued to its model number ("AMD780M", "RX6600", "RTX4090"): two words, so the model is read as itself
 _BRAND_GLUED = re.compile(r"\b(amd|radeon|rx|rtx|gtx|ryzen|geforce|nvidia)(?=\d)")
 
 
