@@ -13,11 +13,15 @@ scores by hand: the vocabulary only *normalises* words before BM25 sees them -
 * synonyms and spellings to one token each (utilisation/utilization/占用率 -> ``util``; VRAM/显存/video memory ->
   ``vram``; OOM/out of memory/显存不足 -> ``oom``; ...), ASCII variants as whole words; compound words and error
   phrases made of common words too (虚拟机 -> ``vm``, not the 虚拟 of 虚拟内存; "invalid device function" ->
-  ``invaliddevfn``, not any "device"), so that they weigh as what they name;
+  ``invaliddevfn``, not any "device"), so that they weigh as what they name; the other inflections of a one-word
+  variant too ("segfaults" as "segfault", "updating" as "update"), by their Snowball stem;
+* misspelt words and apostrophe-less contractions read as the word first (the vocabulary's ``spellings:``:
+  "avaliable", "nvdia", "doesnt"), typographic quotes as ASCII ones;
 * a brand glued to its model number split off ("AMD780M", "RX6600", "RTX4090");
 * English words stemmed (Snowball, the ``snowballstemmer`` library) after British spellings are read as American ones
   (initialise, recognised), a few stop words dropped (with the clitic halves of doesn't, isn't), bare numbers dropped
-  (versions and sizes say nothing about the cause), a short snake_case identifier also read as its parts
+  (versions and sizes say nothing about the cause) but not an error code ("WinError 1455", "exit code 137" -> code1455,
+  code137), a short snake_case identifier also read as its parts
   (``TensileLibrary_lazy_gfx1031`` -> tensilelibrary, lazy, gfx1031);
 * Chinese as overlapping character pairs (the bigram indexing of Lucene's CJKAnalyzer), except pairs with a function
   character of the vocabulary (的, 了, 都, ...: a pair across two words is noise): no dictionary to load,
@@ -121,6 +125,8 @@ _ANY_CJK = re.compile(rf"[{_CJK}]")
 _SPACE_NEAR_CJK = re.compile(rf" (?:(?=[{_CJK}])|(?<=[{_CJK}] ))")
 
 _FOLD_CHUNK = 1 << 16
+# typographic quotes (which NFKC keeps) as ASCII: "doesn’t" - an editor's or a phone's apostrophe - is "doesn't"
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201b": "'", "\u2032": "'", "\u201c": '"', "\u201d": '"'})
 
 
 def _cut(text: str, start: int) -> int:
@@ -146,7 +152,7 @@ def _fold_chunks(text: str) -> str:
     pos = 0
     while pos < len(text):
         end = _cut(text, pos)
-        t = _WS.sub(" ", unicodedata.normalize("NFKC", text[pos:end]).casefold())
+        t = _WS.sub(" ", unicodedata.normalize("NFKC", text[pos:end]).casefold().translate(_QUOTES))
         if parts and parts[-1].endswith(" ") and t.startswith(" "):
             t = t[1:]
         if _ANY_CJK.search(t):
@@ -166,9 +172,9 @@ def _fold_chunks(text: str) -> str:
 
 
 def normalize(text: str) -> str:
-    """Fold a description for matching: NFKC (full-width -> half-width), case folding, whitespace runs -> one
-    space, no space next to a CJK character.  (Traditional characters are handled by the lexicon, which also
-    carries a traditional spelling of each phrase.)
+    """Fold a description for matching: NFKC (full-width -> half-width), case folding, typographic quotes -> ASCII,
+    whitespace runs -> one space, no space next to a CJK character.  (Traditional characters are handled by the
+    lexicon, which also carries a traditional spelling of each phrase.)
 
     Every step is a single linear pass; the CJK step only runs when CJK characters occur."""
     return _fold_chunks(text)
@@ -222,6 +228,7 @@ class Lexicon:
     # (tokens, token, variants): where one of the tokens occurs, these variants read as token ("shared memory" next to
     # an APU is the system RAM it borrows, not /dev/shm)
     in_context: tuple[tuple[frozenset[str], str, frozenset[str]], ...] = ()
+    spellings: dict[str, str] = field(default_factory=dict)   # misspelt word -> the word ("avaliable" -> "available")
     _set: Any = None
 
     def compile(self) -> "Lexicon":
@@ -246,7 +253,18 @@ class Lexicon:
                     self._named_of.append(it.name)
             ns.Compile()
             self._named_set = ns
+        if self.spellings:
+            # one RE2 pass of literal alternatives between ASCII word boundaries: linear in the text
+            self._spell = re2.compile(r"\b(?:" + "|".join(
+                re.escape(w) for w in sorted(self.spellings, key=len, reverse=True)) + r")\b")
         return self
+
+    def respell(self, folded: str) -> str:
+        """*folded* text with the misspelt words of the ``spellings:`` section replaced, whole ASCII words only."""
+        sp = getattr(self, "_spell", None)
+        if sp is None or not folded:
+            return folded
+        return sp.sub(lambda m: self.spellings[m.group(0)], folded)
 
     def names_in(self, folded: str) -> frozenset[str]:
         """The named items (:class:`NamedItem` names) whose words occur in *folded* text (see :func:`_fold`)."""
@@ -354,7 +372,22 @@ def build_lexicon(data: dict[str, Any]) -> Lexicon:
     return Lexicon(phrases, patterns, weights, frozenset(topics), frozenset(weak), tuple(synonyms), generic=generic,
                    stopwords=stop, excluded=excluded, describable=describable, function_chars=frozenset(fchars),
                    named=_named_kinds(data.get("named") or []),
-                   in_context=_context_rules(data.get("in_context") or [], seen_tokens)).compile()
+                   in_context=_context_rules(data.get("in_context") or [], seen_tokens),
+                   spellings=_spellings(data.get("spellings") or {})).compile()
+
+
+def _spellings(data: Any) -> dict[str, str]:
+    """The ``spellings:`` section: ``{misspelt word: word}``, both lowercase ASCII (a contraction may keep its
+    apostrophe: ``doesnt: doesn't``)."""
+    if not isinstance(data, dict):
+        raise ValueError("symptom lexicon: 'spellings' must map misspelt words to words")
+    out = {}
+    for k, v in data.items():
+        k, v = str(k), str(v)
+        if not re.fullmatch(r"[a-z][a-z0-9]*", k) or not re.fullmatch(r"[a-z][a-z0-9' ]*", v) or k == v:
+            raise ValueError(f"symptom lexicon: spelling {k!r} -> {v!r}: lowercase ASCII words, different")
+        out[k] = v
+    return out
 
 
 def _context_rules(data: Any, tokens: set[str]) -> tuple[tuple[frozenset[str], str, frozenset[str]], ...]:
@@ -430,6 +463,21 @@ _MARK = "\ue000"   # a private-use character stands for a synonym found in the t
 _TOKEN = re.compile(r"\ue000\d+|[a-z0-9_]+|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _SIZE = re.compile(r"\d+(?:\.\d+)?(?:[kmgt]i?b?|[kmgt]?bytes?)$")   # 4g, 16gb, 512mib, 2.5gb
+# A number is dropped (a version, a size), except an error code: right after one of these words ("WinError 1455",
+# "os error 1455", "Errno 28", "exit code 137", "signal 11", "Error: 401") or right before "client error" / "server
+# error" ("401 Client Error") it names the failure - WinError 126 (a DLL that does not load) is not WinError 1455 (the
+# page file) - and is read as the token "code<N>", whatever word introduced it.
+_CODE_WORDS = frozenset({"error", "winerror", "errno", "err", "code", "signal", "status", "failure"})   # "CUDA failure 35"
+_CODE_AFTER = frozenset({"client", "server"})
+MAX_CODE_DIGITS = 5
+
+
+_ONE_WORD = re.compile(r"[a-z][a-z0-9]*")
+
+
+def _stem(w: str) -> str:
+    """Snowball's English stem of *w*, British spellings read as American ones first."""
+    return _STEM.stemWord(_BRIT_WORDS.get(w) or _BRIT.sub(r"\1z\2", w))
 
 
 # a brand glued to its model number ("AMD780M", "RX6600", "RTX4090"): two words, so the model is read as itself
@@ -450,6 +498,7 @@ class Tokenizer:
         self.generic = lex.generic
         self.function_chars = lex.function_chars
         self.in_context = lex.in_context
+        self.respell = lex.respell
         self.token_of: dict[str, list[str]] = {}
         for tok, variants in lex.synonyms:
             for v in variants:
@@ -458,12 +507,23 @@ class Tokenizer:
                     toks.append(tok)
         for w in lex.stopwords:
             self.token_of.setdefault(w.translate(_T2S), [])      # a stop word: read, and dropped
+        # a one-word variant's other inflections ("segfaults", "generating", "updates"): a word whose stem is the stem
+        # of a one-word variant reads as that variant's token.  Only where the stem is the variant itself or the
+        # variant less one letter ("update" -> "updat"): "containers" -> "contain" would take "contains" along
+        by_stem: dict[str, set[str]] = {}
+        for tok, variants in lex.synonyms:
+            for v in variants:
+                if _ONE_WORD.fullmatch(v):
+                    st = _stem(v)
+                    if v.startswith(st) and len(v) - len(st) <= 1:
+                        by_stem.setdefault(st, set()).add(tok)
+        self.stem_token = {st: next(iter(toks)) for st, toks in by_stem.items() if len(toks) == 1}
         # the longest variant wins where several start at one place
         pats = [_literal(v) for v in sorted(self.token_of, key=len, reverse=True)]
         self._syn = re2.compile("|".join(pats)) if pats else None
 
     def __call__(self, text: str) -> list[tuple[str, str]]:
-        t = _fold(text).replace(_MARK, " ")
+        t = self.respell(_fold(text)).replace(_MARK, " ")
         syn: list[tuple[str, str]] = []
         pieces, pos = [], 0
         if self._syn is not None:
@@ -474,12 +534,24 @@ class Tokenizer:
                 pos = m.end()
         pieces.append(t[pos:])
         out: list[tuple[str, str]] = []
+        prev = ""   # the word just before (a synonym by its token), for error codes
         for m in _TOKEN.finditer("".join(pieces) if syn else t):
             w = m.group(0)
+            if w.isdigit():
+                if len(w) <= MAX_CODE_DIGITS and prev in _CODE_WORDS:
+                    out.append((f"code{int(w)}", f"{prev} {w}"))
+                prev = w
+                continue
+            if prev.isdigit() and len(prev) <= MAX_CODE_DIGITS and w in _CODE_AFTER:
+                out.append((f"code{int(prev)}", f"{prev} {w}"))
             if w[0] == _MARK:
                 surf = syn[int(w[1:])][1]
-                out.extend((tok, surf) for tok in self.token_of.get(surf, ()))
-            elif _HAN.match(w):
+                toks = self.token_of.get(surf, ())
+                out.extend((tok, surf) for tok in toks)
+                prev = toks[0] if toks else ""
+                continue
+            prev = w
+            if _HAN.match(w):
                 fc = self.function_chars
                 if len(w) == 1:
                     if w not in fc:
@@ -491,7 +563,8 @@ class Tokenizer:
             elif w not in _STOP and 1 < len(w) <= MAX_WORD and not w.isdigit() and not _SIZE.match(w):
                 # numbers are versions and sizes ("4g", "16gb", "24gib": the size of a card says nothing about the
                 # cause; the few sizes that do - an APU's 512M carve-out - are synonyms, read before this)
-                out.append((_STEM.stemWord(_BRIT_WORDS.get(w) or _BRIT.sub(r"\1z\2", w)), w))
+                st = _stem(w)
+                out.append((self.stem_token.get(st, st), w))
                 if 0 < w.strip("_").count("_") <= 3:   # (a long snake_case run is a path or a build tag, not a name)
                     # an identifier (TensileLibrary_lazy_gfx1031, hipErrorNoBinaryForGpu_x): its parts count too
                     out.extend((_STEM.stemWord(p), p) for p in w.split("_")
@@ -525,7 +598,7 @@ class Retriever:
     def named_factors(self, text: str) -> dict[int, float]:
         """Entry index -> score factor from what *text* names (see :class:`NamedKind`); empty if it names nothing."""
         lex = self.lexicon
-        named = lex.names_in(_fold(text)) if lex is not None else frozenset()
+        named = lex.names_in(lex.respell(_fold(text))) if lex is not None else frozenset()
         if not named:
             return {}
         covered = set(named)
