@@ -526,6 +526,18 @@ def _baseline_section() -> list[str]:
 
 
 COLLECTION = """\
+**Held-out batch 6** (`tests/eval/heldout/batch6/`, frozen 2026-12-02 15:29 UTC, session 8, before any of that
+session's KB or matcher changes was merged): 34 logs (28 with a cause over 25 ids, 6 healthy or unrelated) and 20
+descriptions (10 Chinese, 10 English, all copied as written), collected the same way by two collectors working apart
+(about 430 candidate threads looked at, every URL checked against the repository and every helper's worktree just
+before freezing; picks meanwhile cited by a helper's tuning data were replaced): one the AMD/ROCm side with Windows
+and WSL (DKMS builds in French and other locales, rocBLAS/Tensile under ollama, ZLUDA, kfd, Hygon DCU threads in
+Chinese), the other the NVIDIA/CUDA and Python side (NVML mismatch, kernel module, container toolkit, cuDNN, shm,
+NCCL, vLLM cache, Triton, transformers arguments, accelerate, wheels for Python, OOM killer, ONNX Runtime). Its
+figures at freeze are in `bench/eval_baseline_batch6.json`: logs top-1 0.607, top-3 0.607 (0.929 incl. possible
+causes), negatives clean 6/6; descriptions top-1 0.650, top-3 0.900. Description s185-en moved to tuning the same day
+(its thread became a tuning description while the vocabulary was tuned), so batch 6 now counts 19 descriptions.
+
 **Batch 4 retired to tuning** (`tests/eval/retired/batch4`, 2026-12-02, session 8), whole, before that session's
 KB and matcher changes, so that its misses could be studied; a fresh batch replaced it in the held-out split. Its
 collection is described below as it was when it was held out.
