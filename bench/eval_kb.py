@@ -57,9 +57,13 @@ HELDOUT5_FROZEN = "2026-12-02 07:14 UTC"
 # that session's KB/matcher changes was merged
 HELDOUT6_DIR = HELDOUT_DIR / "batch6"
 HELDOUT6_FROZEN = "2026-12-02 15:29 UTC"
+# batch 7: collected later in session 8, frozen before that session's last KB/matcher merges (logs9b, logs9c, dup17)
+HELDOUT7_DIR = HELDOUT_DIR / "batch7"
+HELDOUT7_FROZEN = "2026-12-02 16:28 UTC"
 HELDOUT_BATCHES = {
     5: (HELDOUT5_DIR, HELDOUT5_FROZEN),
     6: (HELDOUT6_DIR, HELDOUT6_FROZEN),
+    7: (HELDOUT7_DIR, HELDOUT7_FROZEN),
 }
 # former held-out batches 1-3 (retired in session 6) and 4 (session 8), all on 2026-12-02: their misses were studied
 # and fixed from then on, so they count in no held-out figure; scored with the tuning split (docs/EVALUATION.md)
