@@ -1,5 +1,5 @@
-"""What every dump parser returns, and the small pieces several parsers share: the empty-input check, the SMI tools'
-text, build flavours, kernel facts, the SMI GPU record, GPU processes and the log layers."""
+"""What every dump parser returns, and the small pieces several parsers share: the empty-input check, the window
+read from a huge paste, the SMI tools' text, build flavours, kernel facts, the SMI GPU record, GPU processes and the log layers."""
 from __future__ import annotations
 
 import re
@@ -36,6 +36,20 @@ def empty_input(text: str, res: ParseResult) -> bool:
         res.notes.append("empty input")
         return True
     return False
+
+
+WINDOW = 2_000_000
+
+
+def read_window(text: str, res: ParseResult, markers: tuple[str, ...], lead: int, what: str) -> str:
+    """A tool's report is a few kB; in a huge paste, read WINDOW characters from *lead* before the first of its
+    *markers* (with a note naming *what* was read), line ends folded to ``\\n``."""
+    starts = [i for i in (text.find(m) for m in markers) if i >= 0]
+    begin = max(0, min(starts) - lead) if starts else 0
+    if begin > 0 or len(text) - begin > WINDOW:
+        res.notes.append(f"long input: only {WINDOW // 1_000_000} MB around {what} were read")
+        text = text[begin:begin + WINDOW]
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def tool_text(text: Any) -> str:

@@ -19,7 +19,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from .base import ParseResult, build_flavour, empty_input, guarded_parse, kernel_facts
+from .base import ParseResult, build_flavour, empty_input, guarded_parse, kernel_facts, read_window
 from .hipconfig import GPU_ENV_PREFIXES
 
 KIND = "collect_env"
@@ -105,7 +105,6 @@ _PKG_FACTS = {
 _TORCH_DISTS = {"torch", "torch-rocm", "pytorch-rocm", "torch-cuda", "torch-cpu"}
 
 MAX_ERRORS = 50
-WINDOW = 2_000_000
 
 
 def _known(v: str | None) -> bool:
@@ -153,7 +152,8 @@ def parse(text: str) -> ParseResult:
 def _parse_into(text: str, res: ParseResult) -> None:
     if empty_input(text, res):
         return
-    text = _window(text, res)
+    text = read_window(text, res, ("Collecting environment information", "PyTorch version:",
+                                   "Traceback (most recent call last)"), 20_000, "the collect_env report")
     sec = _scan(text.split("\n"))
     if sec.in_traceback:
         res.notes.append("a traceback in the output has no final exception line: truncated?")
@@ -165,17 +165,6 @@ def _parse_into(text: str, res: ParseResult) -> None:
     _env_facts(sec, res)
     _notes(sec, res)
     res.errors.extend(sec.errors)
-
-
-def _window(text: str, res: ParseResult) -> str:
-    """A collect_env report is a few kB; in a huge paste, read a window around where the report starts."""
-    starts = [i for i in (text.find(m) for m in ("Collecting environment information", "PyTorch version:",
-                                                 "Traceback (most recent call last)")) if i >= 0]
-    begin = max(0, min(starts) - 20_000) if starts else 0
-    if begin > 0 or len(text) - begin > WINDOW:
-        res.notes.append(f"long input: only {WINDOW // 1_000_000} MB around the collect_env report were read")
-        text = text[begin:begin + WINDOW]
-    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 # --------------------------------------------------------------------------------------------------
