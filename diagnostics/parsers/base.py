@@ -74,6 +74,16 @@ def build_flavour(version: str) -> str | None:
     return None
 
 
+# Python's platform.platform() on Linux: 'Linux-6.8.0-45-generic-x86_64-with-glibc2.39'
+_PLATFORM_KERNEL = re.compile(r"^Linux-(.+?)-(?:x86_64|aarch64|ppc64le|s390x|armv7l|riscv64|i686)(?:-|$)")
+
+
+def platform_kernel(platform: str) -> str | None:
+    """The kernel release in a Python platform string (collect_env's 'OS'/python_platform, transformers-cli env)."""
+    m = _PLATFORM_KERNEL.match(platform)
+    return m.group(1) if m else None
+
+
 def kernel_facts(kernel: str, facts: dict[str, Any]) -> None:
     """os.kernel from a kernel release; a WSL kernel ('5.15.153.1-microsoft-standard-WSL2') says where it runs."""
     facts["os.kernel"] = kernel

@@ -19,7 +19,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from .base import ParseResult, build_flavour, empty_input, guarded_parse, kernel_facts, read_window
+from .base import (ParseResult, build_flavour, empty_input, guarded_parse, kernel_facts, platform_kernel,
+                   read_window)
 from .hipconfig import GPU_ENV_PREFIXES
 
 KIND = "collect_env"
@@ -64,7 +65,6 @@ _GPU_LINE = re.compile(r"^GPU (\d+): (.+)$")
 _GFX = re.compile(r"^(.*?)\s*\((gfx[0-9][0-9a-f]*(?:-generic)?(?::[a-z]+[+-])*)\)\s*$")
 _PYVER = re.compile(r"^(\d+\.\d+(?:\.\d+)?)")
 _ARCH_SUFFIX = re.compile(r"\s*\((?:x86_64|aarch64|arm64|ppc64le|s390x|AMD64|i686|armv7l|riscv64)\)\s*$")
-_LINUX_PLATFORM = re.compile(r"^Linux-(.+?)-(?:x86_64|aarch64|ppc64le|s390x|armv7l|riscv64|i686)(?:-|$)")
 _PKG_LINE = re.compile(r"^\[(pip3?|conda|uv)\]\s+(.*)$")
 _PIP_REQ = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:==|===)\s*(\S+)")
 _EXC_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Fault)\b(?::.*)?$")
@@ -413,9 +413,9 @@ def _os_facts(sec: _Sections, res: ParseResult) -> None:
             facts["python.version"] = m.group(1)
     pp = values.get("python_platform")
     if _known(pp):
-        m = _LINUX_PLATFORM.match(pp)
-        if m:
-            kernel_facts(m.group(1), facts)
+        kernel = platform_kernel(pp)
+        if kernel:
+            kernel_facts(kernel, facts)
 
 
 def _cpu_facts(sec: _Sections, res: ParseResult) -> None:
