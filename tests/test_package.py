@@ -7,6 +7,7 @@ network.  It runs the installed command from an empty directory, where no checko
 """
 from __future__ import annotations
 
+import json
 import site
 import subprocess
 import sys
@@ -78,6 +79,15 @@ def test_installed_command_works_from_any_directory(wheel, tmp_path):
                        cwd=elsewhere, timeout=120)
     assert m.returncode == 1, m.stderr[-2000:]
     assert '"hip-no-binary-for-gpu"' in m.stdout
+    # a description is ranked with the installed vocabulary (diagnostics/i18n/symptoms.yaml), in both languages
+    d = subprocess.run([str(exe), "match", "--describe", "torch.cuda.is_available() returns False", "--json"],
+                       capture_output=True, text=True, cwd=elsewhere, timeout=120)
+    assert d.returncode == 0, d.stderr[-2000:]
+    possible = [x["id"] for x in json.loads(d.stdout)["possible"]]
+    assert possible and all((ROOT / "kb" / f"{i}.yaml").exists() for i in possible), possible
+    zh = subprocess.run([str(exe), "--lang", "zh", "match", "--describe", "torch.cuda.is_available() returns False"],
+                        capture_output=True, text=True, cwd=elsewhere, timeout=120)
+    assert zh.returncode == 0 and "结论" in zh.stdout, zh.stdout[-2000:] + zh.stderr[-2000:]
     # the installed command reads the installed data, not this checkout
     where = subprocess.run([str(py), "-c", "from diagnostics.kb import KB_DIR; print(KB_DIR)"],
                            capture_output=True, text=True, cwd=elsewhere, check=True).stdout.strip()

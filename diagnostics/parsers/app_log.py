@@ -141,6 +141,12 @@ class _Seen:
         if item not in items:
             items.append(item)
 
+    def amd_targets(self, *targets: str) -> None:
+        """gfx targets the log names: an AMD GPU."""
+        for target in targets:
+            self.add("gpu.gfx_targets", target)
+        self.add("gpu.vendors", "amd")
+
 
 def detect(text: str) -> float:
     """0.5 when an app banner or device line is found: enough to be read when nothing else recognises the paste,
@@ -204,8 +210,7 @@ def _comfy_line(s: str, seen: _Seen) -> bool:
         return True
     m = _AMD_ARCH.match(s)
     if m:
-        seen.add("gpu.gfx_targets", m.group(1))
-        seen.add("gpu.vendors", "amd")
+        seen.amd_targets(m.group(1))
         seen.hits.add("comfy")
         return True
     m = _ROCM_TUPLE.match(s)
@@ -296,15 +301,12 @@ def _ollama_line(s: str, seen: _Seen) -> bool:
         return True
     m = _OLLAMA_GPU_TYPE.search(s) or _OLLAMA_OLD_UNSUPPORTED.search(s)
     if m:
-        seen.add("gpu.gfx_targets", m.group(1))
-        seen.add("gpu.vendors", "amd")
+        seen.amd_targets(m.group(1))
         seen.hits.add("ollama")
         return True
     m = _OLLAMA_DETECTED.search(s)
     if m:
-        for g in m.group(1).split():
-            seen.add("gpu.gfx_targets", g)
-        seen.add("gpu.vendors", "amd")
+        seen.amd_targets(*m.group(1).split())
         seen.hits.add("ollama")
         return True
     return False
@@ -360,8 +362,7 @@ def _ggml_line(s: str, raw: str, seen: _Seen) -> bool:
     if m:
         if m.group(1).strip():
             _gpu_name(m.group(1), seen)
-        seen.add("gpu.gfx_targets", m.group(2))
-        seen.add("gpu.vendors", "amd")
+        seen.amd_targets(m.group(2))
         seen.hits.add("ggml")
         return True
     m = _GGML_DEV_CC.match(raw) or _GGML_DEV_CC.match(s)
@@ -403,8 +404,7 @@ def _other_line(s: str, seen: _Seen) -> bool:
         g = _NAME_GFX.match(value)   # ROCm torch's own form: 'AMD Radeon RX 7900 XTX (gfx1100)'
         if g:
             value = g.group(1)
-            seen.add("gpu.gfx_targets", g.group(2))
-            seen.add("gpu.vendors", "amd")
+            seen.amd_targets(g.group(2))
         if value and not _TEMPLATE_UNKNOWN.match(value):
             _gpu_name(value, seen)
             seen.hits.add("template")

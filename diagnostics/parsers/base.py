@@ -1,5 +1,5 @@
-"""What every dump parser returns, and the small pieces several parsers share: the empty-input check, the SMI tools'
-text, build flavours, kernel facts, the SMI GPU record, GPU processes and the log layers."""
+"""What every dump parser returns, and the small pieces several parsers share: the empty-input check, the window
+read from a huge paste, the SMI tools' text, build flavours, kernel facts, the SMI GPU record, GPU processes and the log layers."""
 from __future__ import annotations
 
 import re
@@ -38,6 +38,20 @@ def empty_input(text: str, res: ParseResult) -> bool:
     return False
 
 
+WINDOW = 2_000_000
+
+
+def read_window(text: str, res: ParseResult, markers: tuple[str, ...], lead: int, what: str) -> str:
+    """A tool's report is a few kB; in a huge paste, read WINDOW characters from *lead* before the first of its
+    *markers* (with a note naming *what* was read), line ends folded to ``\\n``."""
+    starts = [i for i in (text.find(m) for m in markers) if i >= 0]
+    begin = max(0, min(starts) - lead) if starts else 0
+    if begin > 0 or len(text) - begin > WINDOW:
+        res.notes.append(f"long input: only {WINDOW // 1_000_000} MB around {what} were read")
+        text = text[begin:begin + WINDOW]
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def tool_text(text: Any) -> str:
     """A terminal capture as the SMI / rocminfo parsers read it: a string, ANSI colours and NUL bytes removed."""
     if not isinstance(text, str):
@@ -58,6 +72,16 @@ def build_flavour(version: str) -> str | None:
     if local.startswith("cpu"):
         return "cpu"
     return None
+
+
+# Python's platform.platform() on Linux: 'Linux-6.8.0-45-generic-x86_64-with-glibc2.39'
+_PLATFORM_KERNEL = re.compile(r"^Linux-(.+?)-(?:x86_64|aarch64|ppc64le|s390x|armv7l|riscv64|i686)(?:-|$)")
+
+
+def platform_kernel(platform: str) -> str | None:
+    """The kernel release in a Python platform string (collect_env's 'OS'/python_platform, transformers-cli env)."""
+    m = _PLATFORM_KERNEL.match(platform)
+    return m.group(1) if m else None
 
 
 def kernel_facts(kernel: str, facts: dict[str, Any]) -> None:

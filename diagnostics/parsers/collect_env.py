@@ -19,7 +19,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from .base import ParseResult, build_flavour, empty_input, guarded_parse, kernel_facts
+from .base import (ParseResult, build_flavour, empty_input, guarded_parse, kernel_facts, platform_kernel,
+                   read_window)
 from .hipconfig import GPU_ENV_PREFIXES
 
 KIND = "collect_env"
@@ -64,7 +65,6 @@ _GPU_LINE = re.compile(r"^GPU (\d+): (.+)$")
 _GFX = re.compile(r"^(.*?)\s*\((gfx[0-9][0-9a-f]*(?:-generic)?(?::[a-z]+[+-])*)\)\s*$")
 _PYVER = re.compile(r"^(\d+\.\d+(?:\.\d+)?)")
 _ARCH_SUFFIX = re.compile(r"\s*\((?:x86_64|aarch64|arm64|ppc64le|s390x|AMD64|i686|armv7l|riscv64)\)\s*$")
-_LINUX_PLATFORM = re.compile(r"^Linux-(.+?)-(?:x86_64|aarch64|ppc64le|s390x|armv7l|riscv64|i686)(?:-|$)")
 _PKG_LINE = re.compile(r"^\[(pip3?|conda|uv)\]\s+(.*)$")
 _PIP_REQ = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:==|===)\s*(\S+)")
 _EXC_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Fault)\b(?::.*)?$")
@@ -105,7 +105,6 @@ _PKG_FACTS = {
 _TORCH_DISTS = {"torch", "torch-rocm", "pytorch-rocm", "torch-cuda", "torch-cpu"}
 
 MAX_ERRORS = 50
-WINDOW = 2_000_000
 
 
 def _known(v: str | None) -> bool:
@@ -153,7 +152,8 @@ def parse(text: str) -> ParseResult:
 def _parse_into(text: str, res: ParseResult) -> None:
     if empty_input(text, res):
         return
-    text = _window(text, res)
+    text = read_window(text, res, ("Collecting environment information", "PyTorch version:",
+                                   "Traceback (most recent call last)"), 20_000, "the collect_env report")
     sec = _scan(text.split("\n"))
     if sec.in_traceback:
         res.notes.append("a traceback in the output has no final exception line: truncated?")
@@ -165,17 +165,6 @@ def _parse_into(text: str, res: ParseResult) -> None:
     _env_facts(sec, res)
     _notes(sec, res)
     res.errors.extend(sec.errors)
-
-
-def _window(text: str, res: ParseResult) -> str:
-    """A collect_env report is a few kB; in a huge paste, read a window around where the report starts."""
-    starts = [i for i in (text.find(m) for m in ("Collecting environment information", "PyTorch version:",
-                                                 "Traceback (most recent call last)")) if i >= 0]
-    begin = max(0, min(starts) - 20_000) if starts else 0
-    if begin > 0 or len(text) - begin > WINDOW:
-        res.notes.append(f"long input: only {WINDOW // 1_000_000} MB around the collect_env report were read")
-        text = text[begin:begin + WINDOW]
-    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -424,9 +413,9 @@ def _os_facts(sec: _Sections, res: ParseResult) -> None:
             facts["python.version"] = m.group(1)
     pp = values.get("python_platform")
     if _known(pp):
-        m = _LINUX_PLATFORM.match(pp)
-        if m:
-            kernel_facts(m.group(1), facts)
+        kernel = platform_kernel(pp)
+        if kernel:
+            kernel_facts(kernel, facts)
 
 
 def _cpu_facts(sec: _Sections, res: ParseResult) -> None:

@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from ..textnorm import clean_log
-from .base import ParseResult, build_flavour, guarded_parse
+from .base import ParseResult, build_flavour, guarded_parse, platform_kernel
 
 KIND = "hf_env"
 MAX_LINES = 20_000
@@ -29,7 +29,6 @@ _TORCH_LABEL = re.compile(r"(?i)^py ?torch version \((gpu|accelerator)\?\)$")
 _TORCH_VALUE = re.compile(r"^(?P<ver>\d+\.\d+(?:\.\d+)?(?:[a-z]+\d*)?(?:\.dev\d+)?(?:\+[\w.]+)?)\s*\((?P<flag>[^)]{1,40})\)\s*$")
 _NOT_INSTALLED = re.compile(r"(?i)^not installed\b")
 _PLATFORM = re.compile(r"^(?:(?P<distro>[^-][^\n]{0,80}?) - )?(?P<plat>(?:Linux|Windows|macOS|Darwin)-\S+)$")
-_LINUX_KERNEL = re.compile(r"^Linux-(.+?)-(?:x86_64|aarch64|ppc64le|s390x|armv7l|riscv64|i686)(?:-|$)")
 _PYVER = re.compile(r"^(\d+\.\d+(?:\.\d+)?)")
 _PKG = {"transformers": "pkg.transformers", "accelerate": "pkg.accelerate", "bitsandbytes": "pkg.bitsandbytes"}
 _NOT_A_GPU = {"", "n/a", "na", "none", "not available", "<fill in>", "cpu"}
@@ -97,9 +96,8 @@ def _parse_into(text: str, res: ParseResult) -> None:
                 continue
             if p.group("distro"):
                 facts.setdefault("os.name", p.group("distro").strip())
-            k = _LINUX_KERNEL.match(p.group("plat"))
-            if k:
-                kernel = k.group(1)
+            kernel = platform_kernel(p.group("plat"))
+            if kernel:
                 facts.setdefault("os.kernel", kernel)
                 if "microsoft" in kernel.lower():   # WSL2 '...-microsoft-standard-WSL2', WSL1 '4.4.0-19041-Microsoft'
                     facts.setdefault("container.kind", "wsl")

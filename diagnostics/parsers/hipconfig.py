@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .base import ParseResult, empty_input, guarded_parse
+from .base import ParseResult, empty_input, guarded_parse, read_window
 
 KIND = "hipconfig"
 
@@ -47,7 +47,6 @@ GPU_ENV_PREFIXES = (
 _PLATFORMS = {"amd": "amd", "hcc": "amd", "nvidia": "nvidia", "nvcc": "nvidia"}
 
 MAX_ERRORS = 50
-WINDOW = 2_000_000
 
 
 def detect(text: str) -> float:
@@ -76,7 +75,7 @@ def parse(text: str) -> ParseResult:
 def _parse_into(text: str, res: ParseResult) -> None:
     if empty_input(text, res):
         return
-    text = _window(text, res)
+    text = read_window(text, res, ("HIP version", "== hipconfig", "==hipconfig"), 10_000, "the hipconfig report")
     if _one_value(text.strip(), res):
         return
     sec = _scan(text.split("\n"))
@@ -91,15 +90,6 @@ def _parse_into(text: str, res: ParseResult) -> None:
     if sec.saw_header and "HIP_PLATFORM" not in sec.values:
         res.notes.append("the hipconfig section has no HIP_PLATFORM line: truncated?")
     res.errors.extend(sec.errors)
-
-
-def _window(text: str, res: ParseResult) -> str:
-    starts = [i for i in (text.find(m) for m in ("HIP version", "== hipconfig", "==hipconfig")) if i >= 0]
-    begin = max(0, min(starts) - 10_000) if starts else 0
-    if begin > 0 or len(text) - begin > WINDOW:
-        res.notes.append(f"long input: only {WINDOW // 1_000_000} MB around the hipconfig report were read")
-        text = text[begin:begin + WINDOW]
-    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _one_value(stripped: str, res: ParseResult) -> bool:

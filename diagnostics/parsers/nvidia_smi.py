@@ -16,11 +16,9 @@ from __future__ import annotations
 import re
 
 from ..smi_values import MIB, number
-from .base import ParseResult, guarded_parse
+from .base import GpuProcess, ParseResult, empty_input, guarded_parse, read_window
 
 KIND = "nvidia_smi"
-
-WINDOW = 2_000_000
 
 _HDR_DRIVER = re.compile(r"(?:Driver|KMD) Version:\s*(\d+(?:\.\d+)+)")
 _HDR_CUDA = re.compile(r"CUDA (?:UMD )?Version:\s*(\d+(?:\.\d+)+)")
@@ -123,17 +121,10 @@ def _set_unlisted(facts: dict, mems: list[tuple[int, int]], procs: list[tuple[in
 
 
 def _parse_into(text: str, res: ParseResult) -> None:
-    if not text or not text.strip():
-        res.notes.append("empty input")
+    if empty_input(text, res):
         return
-    # nvidia-smi prints a few kB; in a huge paste, read a window from where its output starts
-    starts = [i for i in (text.find(m) for m in ("NVIDIA-SMI", "NVSMI LOG", "<nvidia_smi_log>", "Failed to initialize NVML",
-                                                 "GPU 0: ", "name, ", "index, ")) if i >= 0]
-    begin = max(0, min(starts) - 10_000) if starts else 0
-    if begin > 0 or len(text) - begin > WINDOW:
-        res.notes.append(f"long input: only {WINDOW // 1_000_000} MB around the nvidia-smi output were read")
-        text = text[begin:begin + WINDOW]
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = read_window(text, res, ("NVIDIA-SMI", "NVSMI LOG", "<nvidia_smi_log>", "Failed to initialize NVML",
+                                   "GPU 0: ", "name, ", "index, "), 10_000, "the nvidia-smi output")
     lines = [ln for ln in text.split("\n") if len(ln) <= 4000]
     facts = res.facts
 
@@ -409,8 +400,6 @@ def parse_compute_apps(text: str) -> list:
     (a header line and units are tolerated): one :class:`GpuProcess` per row.  Names may contain commas
     (process names are the program's path), so pid is read from the left and memory and UUID from the right.
     "No running processes found" and an empty output give []."""
-    from .base import GpuProcess
-
     out = []
     for ln in text.replace("\r", "").split("\n")[:5000]:
         s = ln.strip()

@@ -62,18 +62,25 @@ class Pieces:
         self.make = make
 
 
-def _json_key(k: Any) -> str:
-    if isinstance(k, str):
-        return k
-    if isinstance(k, bool):  # what json.dumps does with keys that are not strings
-        return "true" if k else "false"
-    if k is None:
+def _scalar(o: Any) -> str | None:
+    """The JSON text of None, a bool, an int or a float, as json.dumps writes it; None for anything else."""
+    if o is None:
         return "null"
-    if isinstance(k, int):
-        return int.__repr__(k)
-    if isinstance(k, float):
-        return _float(k)
-    raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
+    if isinstance(o, bool):  # before int: a bool is an int too
+        return "true" if o else "false"
+    if isinstance(o, int):
+        return int.__repr__(o)
+    if isinstance(o, float):
+        return _float(o)
+    return None
+
+
+def _json_key(k: Any) -> str:
+    """A dict key as json.dumps writes it: a string as it is, a scalar as its JSON text."""
+    text = k if isinstance(k, str) else _scalar(k)
+    if text is None:
+        raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
+    return text
 
 
 def _float(o: float) -> str:
@@ -90,34 +97,21 @@ def iter_json(obj: Any, *, sort_keys: bool = False, indent: int | None = None) -
     enc = json.encoder.encode_basestring  # ensure_ascii=False
     item_sep, key_sep = (",", ":") if indent is None else (",", ": ")
 
-    def string(s: str) -> Any:
-        if len(s) <= JSON_PIECE:
-            yield enc(s)
-            return
+    def quoted(pieces: Any) -> Any:
         yield '"'
-        for i in range(0, len(s), JSON_PIECE):
-            yield enc(s[i:i + JSON_PIECE])[1:-1]
+        for piece in pieces:
+            for i in range(0, len(piece), JSON_PIECE):
+                yield enc(piece[i:i + JSON_PIECE])[1:-1]
         yield '"'
 
     def walk(o: Any, level: int) -> Any:
-        if isinstance(o, str):
-            yield from string(o)
-        elif o is None:
-            yield "null"
-        elif o is True:
-            yield "true"
-        elif o is False:
-            yield "false"
-        elif isinstance(o, int):
-            yield int.__repr__(o)
-        elif isinstance(o, float):
-            yield _float(o)
+        scalar = _scalar(o)
+        if scalar is not None:
+            yield scalar
+        elif isinstance(o, str):
+            yield from (enc(o),) if len(o) <= JSON_PIECE else quoted((o,))
         elif isinstance(o, Pieces):
-            yield '"'
-            for piece in o.make():
-                for i in range(0, len(piece), JSON_PIECE):
-                    yield enc(piece[i:i + JSON_PIECE])[1:-1]
-            yield '"'
+            yield from quoted(o.make())
         elif isinstance(o, (list, tuple)):
             if not o:
                 yield "[]"
