@@ -542,6 +542,14 @@ figures at freeze are in `bench/eval_baseline_batch6.json`: logs top-1 0.607, to
 causes), negatives clean 6/6; descriptions top-1 0.650, top-3 0.900. Description s185-en moved to tuning the same day
 (its thread became a tuning description while the vocabulary was tuned), so batch 6 now counts 19 descriptions.
 
+**Held-out batch 7** (`tests/eval/heldout/batch7/`, frozen 2026-12-02 16:28 UTC, session 8, after that session's
+first merges (facts9, logs9, words9, hard16) and before its last ones (logs9b, logs9c, dup17)): 29 logs (24 with a
+cause over 21 ids, 5 healthy or unrelated: WSL2 nvidia-smi with Chinese prose, rocm-smi on an iGPU, nvidia-ctk under
+podman, two ComfyUI node errors) and 10 descriptions (5 Chinese, 5 English, copied as written), collected by one
+collector from both sides the same way (about 250 candidate threads looked at; two picks replaced because the copy
+check found stock lines shared with KB tests). Its figures at freeze are in `bench/eval_baseline_batch7.json`: logs
+top-1 0.708, top-3 0.708 (0.833 incl. possible causes), negatives clean 5/5; descriptions top-1 0.500, top-3 0.700.
+
 **Batch 4 retired to tuning** (`tests/eval/retired/batch4`, 2026-12-02, session 8), whole, before that session's
 KB and matcher changes, so that its misses could be studied; a fresh batch replaced it in the held-out split. Its
 collection is described below as it was when it was held out.
