@@ -4,7 +4,7 @@
   top-1 >= 0.80, top-3 >= 0.95, no error/critical diagnosis on a negative.
 - retired (tests/eval/retired/): former held-out batches 1-4, tuning data since 2026-12-02; integrity and
   "never raises" are asserted, their figures reported with the tuning split.
-- held-out (tests/eval/heldout/, batches 5 and 6): logs and descriptions nothing in the repository was tuned on. Asserted
+- held-out (tests/eval/heldout/, batches 5-7): logs and descriptions nothing in the repository was tuned on. Asserted
   here is only what holds honestly: the set's integrity (size, languages, labels), that no KB entry, test or
   tuning case cites or copies it, that the service never raises on it, and that the healthy/unrelated logs
   raise no *new* error-level answer compared with the frozen baseline. Issue 14's accuracy targets are
