@@ -153,6 +153,13 @@ ROWS: list[Row] = [
         first="rocm-wheel-without-amd-gpu", absent=("no-gpu-present", "torch-cpu-only-wheel")),
     Row("nvidia/cpu-torch", "m-rtx4090-ubuntu", "cpu", facts={**SEES_NOTHING, **RTX4090}, first="torch-cpu-only-wheel",
         absent=("no-gpu-present",)),
+    # a healthy CUDA machine whose image also carries ROCm userspace: the doctor's own HIP probe finds no device,
+    # which says nothing about the CUDA wheel (the H200 of docs/GPU_RUN.md, round 8, got a ROCm-wheel finding)
+    Row("nvidia/cuda-torch+rocm-userspace", "m-rtx4090-ubuntu", "cuda",
+        facts={"torch.cuda_available": True, "torch.device_count": 1, "torch.smoke_ok": True, **RTX4090,
+               **HIP_NO_DEVICE, "rocm.installed": True, "rocm.version": "5.7.1", "rocm.path": "/usr",
+               "rocm.source": "package"},
+        first=None, absent=("rocm-wheel-without-amd-gpu", "hip-runtime-sees-no-gpu")),
     Row("nvidia/mask-empty", "m-rtx4090-ubuntu", "cuda", env={"CUDA_VISIBLE_DEVICES": ""},
         facts={**SEES_NOTHING, **RTX4090}, first="visible-devices-env-masking", absent=("no-gpu-present",)),
     # --- device access --------------------------------------------------------------------------------------
@@ -171,9 +178,11 @@ ROWS: list[Row] = [
     Row("container/no-kfd+mask-empty", "m-mi210-docker-no-kfd", "rocm62", env={"HIP_VISIBLE_DEVICES": ""},
         facts={**SEES_NOTHING, **HIP_NO_DEVICE}, first="container-missing-gpu-devices",
         below=("visible-devices-env-masking", "hip-runtime-sees-no-gpu"), absent=("no-gpu-present",)),
+    # two independent faults, ordered by confidence: with the HIP runtime's own hipErrorNoDevice logged (as the real
+    # probe logs it) the mask of -1 explains that error directly and comes first; the group fault is listed below it
     Row("groups+mask-minus-one", "m-7900xtx-render-not-relogged", "rocm62", env={"HIP_VISIBLE_DEVICES": "-1"},
-        facts={**SEES_NOTHING, **HIP_NO_DEVICE}, first="user-not-in-render-video-group",
-        below=("visible-devices-env-masking",), absent=("no-gpu-present",)),
+        facts={**SEES_NOTHING, **HIP_NO_DEVICE}, first="visible-devices-env-masking",
+        below=("user-not-in-render-video-group",), absent=("no-gpu-present",)),
     Row("gfx1031+mask-empty", "m-rx6700xt-ubuntu", "rocm62", env={"HIP_VISIBLE_DEVICES": ""},
         facts={**SEES_NOTHING, **HIP_NO_DEVICE}, first="visible-devices-env-masking",
         absent=("no-gpu-present",)),
@@ -270,6 +279,9 @@ def diagnose_row(row: Row) -> dict[str, Any]:
     live = {**TORCH[row.torch], **row.facts}
     facts.update(live)
     probes += [{"id": pid, "status": st} for pid, st in _statuses(live).items()]
+    if live.get("hip.error"):   # the HIP probe logs its runtime's answer, as diagnostics/probes/hip.py does
+        hip = next(p for p in probes if p["id"] == "hip")
+        hip["logs"] = [{"name": "hip runtime", "text": f"hipGetDeviceCount: {live['hip.error']}"}]
     sc = scenarios.Scenario(slug=row.id, path=Path(row.id), name=row.id, facts=facts, probes=probes)
     return scenarios.run(sc)
 
