@@ -93,8 +93,7 @@ def parse(text: str) -> dict[str, Any]:
         facts["oom.gpu_index"] = int(m.group(1))
         facts["oom.capacity_bytes"] = _bytes(m.group(2), m.group(3))
         facts["oom.free_bytes"] = _bytes(m.group(4), m.group(5))
-    elif _CAPACITY_ONLY.search(ln):
-        m = _CAPACITY_ONLY.search(ln)
+    elif m := _CAPACITY_ONLY.search(ln):
         facts["oom.gpu_index"] = int(m.group(1))
         facts["oom.capacity_bytes"] = _bytes(m.group(2), m.group(3))
     else:
