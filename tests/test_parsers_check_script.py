@@ -137,3 +137,40 @@ def test_cli_parse_kind(tmp_path):
         assert out.returncode == 0, out.stderr
         got = json.loads(out.stdout)
         assert got["kind"] == "check_script" and got["facts"]["torch.build"] == "rocm"
+
+
+@pytest.mark.parametrize("shown, value", [
+    ("$ echo $HIP_VISIBLE_DEVICES", "1"),
+    ("echo ${ROCR_VISIBLE_DEVICES}", "0,1"),
+    ("C:\\sd> echo %HIP_VISIBLE_DEVICES%", "1"),
+    ("PS C:\\sd> $env:CUDA_VISIBLE_DEVICES", "GPU-5b1c9f0e-3a4d-11ee-be56-0242ac120002"),
+    ("PS C:\\> echo $env:HSA_OVERRIDE_GFX_VERSION", "10.3.0"),
+    ("$ printenv HIP_VISIBLE_DEVICES", "-1"),
+])
+def test_a_variable_shown_with_echo_is_read_from_the_line_under_it(shown, value):
+    text = f"{shown}\n{value}\n$ python -c \"import torch; print(torch.cuda.is_available())\"\nFalse\n"
+    name = next(n for n in ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES",
+                            "HSA_OVERRIDE_GFX_VERSION") if n in shown)
+    assert check_script.parse(text).facts.get(f"env.{name}") == value
+
+
+@pytest.mark.parametrize("text", [
+    "C:\\> echo %HIP_VISIBLE_DEVICES%\n%HIP_VISIBLE_DEVICES%\n",      # cmd: unset
+    "$ echo $HIP_VISIBLE_DEVICES\n\n$ rocm-smi\n",                     # unset or empty: says nothing
+    "$ echo $HIP_VISIBLE_DEVICES\nnvidia-smi\n",                       # the next command, not a value
+    "$ echo $PATH\n/usr/bin\n",                                        # not a GPU variable
+    "echo $HIP_VISIBLE_DEVICES is the variable\n1\n",                  # prose, not a command
+])
+def test_an_echo_without_a_value_under_it_sets_nothing(text):
+    f = check_script.parse(text).facts
+    assert not any(k.startswith("env.") and k != "env.set_names" for k in f), f
+
+
+def test_a_mask_shown_with_echo_that_hides_the_only_gpu_is_the_diagnosis():
+    from diagnostics.service import diagnose_text
+
+    paste = ("$ echo $HIP_VISIBLE_DEVICES\n1\n$ rocm-smi --showproductname\n"
+             "GPU[0]\t\t: Card Series: \t\tNavi 31 [Radeon RX 7900 XTX]\nGPU[0]\t\t: GFX Version: \t\tgfx1100\n"
+             "$ python -c \"import torch; print(torch.cuda.is_available())\"\nFalse\n")
+    res = diagnose_text(logs=[("paste", paste)])
+    assert [d["id"] for d in res["diagnoses"]][:1] == ["visible-devices-env-masking"], res["diagnoses"]

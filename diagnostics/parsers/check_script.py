@@ -202,6 +202,13 @@ _PROMPT_CMD = re.compile(r"^(?:>>>|In \[\d+\]:|\$ |# |PS [^>]{0,200}> |[A-Z]:\\[
 _ENV_SET = re.compile(r"^(?:\$\s*|>\s*|PS [^>]{0,200}>\s*|[A-Z]:\\[^>]{0,200}>\s*)?(?:export\s+|set\s+|\$env:)?"
                       r"(?P<name>[A-Z][A-Z0-9_]{1,80})\s*=\s*(?P<val>\"[^\"]{0,200}\"|'[^']{0,200}'|[^\s\"'#;&|]{0,200})"
                       r"(?P<rest>.*)$")
+# a variable shown rather than set: ``echo $HIP_VISIBLE_DEVICES`` (or ``${...}``, cmd's ``echo %NAME%``, PowerShell's
+# ``$env:NAME`` / ``echo $env:NAME``, ``printenv NAME``), its value on the next line
+_ENV_SHOW = re.compile(r"^(?:\$\s*|>\s*|PS [^>]{0,200}>\s*|[A-Z]:\\[^>]{0,200}>\s*)?"
+                       r"(?:(?:echo|Write-Output)\s+(?:\$\{?(?P<a>[A-Z][A-Z0-9_]{1,80})\}?|%(?P<b>[A-Z][A-Z0-9_]{1,80})%"
+                       r"|\$env:(?P<c>[A-Z][A-Z0-9_]{1,80}))|printenv\s+(?P<d>[A-Z][A-Z0-9_]{1,80})"
+                       r"|\$env:(?P<e>[A-Z][A-Z0-9_]{1,80}))\s*$")
+_ENV_VALUE = re.compile(r"^(?:-?\d|GPU-|MIG-)[\w.,:\-]{0,200}$")   # a value, not the next command's name
 _MISSING_TORCH = re.compile(r"^(?:ModuleNotFoundError|ImportError): No module named ['\"]torch['\"]\s*$")
 _TORCH_IMPORT_FAIL = re.compile(r"^(?:ImportError|OSError): .{1,500}$")
 _PIP_BUILD = ("subprocess-exited-with-error", "egg_info", "pip-build-env", "Getting requirements to build",
@@ -372,6 +379,8 @@ def _parse_into(text: str, res: ParseResult, labels: bool = True) -> None:
             continue
         if "=" in s:
             _env_line(s, sc.env)
+        elif "$" in s or "%" in s or "printenv" in s:
+            _env_shown(lines, i, s, sc.env)
         if _code_line(lines, i, s, sc):
             continue
         if _MISSING_TORCH.match(s) and i - sc.last_cmd <= LOOKAHEAD:
@@ -432,6 +441,20 @@ def _env_line(s: str, env: _EnvSeen) -> None:
             env.inline[n] = env.inline.get(n, 0) + 1
     else:
         env.exported.update(names)
+
+
+def _env_shown(lines: list[str], i: int, s: str, env: _EnvSeen) -> None:
+    """``echo $HIP_VISIBLE_DEVICES`` and the value printed under it (an empty line under it says nothing: an unset
+    and an empty variable print the same)."""
+    m = _ENV_SHOW.match(s)
+    if not m:
+        return
+    name = next(g for g in m.groups() if g)
+    value = lines[i + 1].strip() if i + 1 < len(lines) else ""
+    if not name.startswith(GPU_ENV_PREFIXES) or not _ENV_VALUE.match(value) or value == f"%{name}%":
+        return   # cmd echoes %NAME% itself when it is unset
+    env.values.setdefault(name, set()).add(value)
+    env.exported.add(name)
 
 
 def _code_line(lines: list[str], i: int, s: str, sc: _Scan) -> bool:
