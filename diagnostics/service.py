@@ -24,6 +24,34 @@ _kb_lock = threading.Lock()
 _kb_cache: dict[str, tuple[tuple, KnowledgeBase, Matcher]] = {}
 
 # what a failing paste says somewhere (the last-resort guesses are only made when the log shows something failed)
+# a 'Label: value' line ("OS: Ubuntu 24.04.1 LTS (x86_64)", "GPU models and configuration: AMD Radeon RX 6600"):
+# three or more of them in a row are a tool's table (collect_env, a check script, hipconfig), not what a person wrote
+_LABEL_LINE = re.compile(r"^\s{0,3}[A-Z][\w.()/+-]*(?: [\w.()/+-]+){0,5}\s?[:?]\s+\S")
+LABEL_RUN = 3
+
+
+def without_label_tables(text: str) -> str:
+    """*text* less its runs of LABEL_RUN or more 'Label: value' lines (blank lines inside a run are part of it), so
+    that the words a guess ranks are the user's, not a dump's field values."""
+    lines = text.split("\n")
+    keep = [True] * len(lines)
+    run: list[int] = []
+
+    def close() -> None:
+        if len(run) >= LABEL_RUN:
+            for k in run:
+                keep[k] = False
+        run.clear()
+
+    for i, line in enumerate(lines):
+        if _LABEL_LINE.match(line[:300]):
+            run.append(i)
+        elif line.strip():
+            close()
+    close()
+    return "\n".join(ln for ln, k in zip(lines, keep) if k)
+
+
 _ERRORISH = re.compile(r"(?i)\b(?:error|exception|traceback|failed|failure|fatal|cannot|can't|could not|unable to|"
                        r"not found|no such file|denied|segmentation fault|core dumped|aborted|killed|timed? ?out|"
                        r"not supported|unsupported|invalid)\b")
@@ -507,7 +535,7 @@ def diagnose(report: dict[str, Any], kb_dir: str | None = None,
     # what the user wrote in their own words (English or Chinese) around the pasted output, and a description
     pasted = "\n".join(str(lg.get("text") or "") for lg in report.get("logs") or [] if isinstance(lg, dict))
     if pasted.strip():
-        merge_symptoms(res, pasted, kb)
+        merge_symptoms(res, without_label_tables(pasted), kb)
     if str(report.get("description") or "").strip():
         merge_symptoms(res, str(report["description"]), kb, prose_only=False)
     if pasted.strip() and not res["diagnoses"] and not res.get("possible") and _ERRORISH.search(pasted):
