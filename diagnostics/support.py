@@ -770,6 +770,14 @@ def placeholder_values(facts: dict[str, Any], matrix: Matrix | None = None) -> d
     elif status == "impossible" and amd:
         # no one value runs every GPU here (e.g. gfx1102 next to gfx1103): say so, never a family's generic value
         vals["_override_impossible"] = " + ".join(dict.fromkeys(amd))
+    elif status is None and len(set(amd)) == 1 and amd[0] in m.amd:
+        # the torch's GPU list is not known (no torch facts, or a wheel folder the matrix has not measured): the GPU's
+        # own row still says which sibling runs it, or that none is known to work
+        ov = m.amd[amd[0]].get("override")
+        if ov:
+            vals["override"] = ov
+        else:
+            vals["_override_none"] = amd[0]
     rv = facts.get("rocm.version") or facts.get("torch.hip_version")
     if rv:
         pv = parse_version(rv)

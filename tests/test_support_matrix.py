@@ -356,6 +356,21 @@ def test_no_family_value_is_offered_where_no_override_can_work():
     assert support.fill("{override}", support.report_values(one)) == "10.3.0"
 
 
+@pytest.mark.parametrize("facts, want", [
+    # no torch facts at all (a pasted rocminfo): the GPU's own row gives the sibling, or says none is known
+    ({"gpu.gfx_targets": ["gfx1031"]}, "10.3.0"),
+    ({"gpu.gfx_targets": ["gfx1103"]}, "none known to work for gfx1103"),
+    # a ROCm torch whose wheel folder the matrix has not measured (its GPU list is unknown)
+    ({"torch.build": "rocm", "torch.version": "2.6.0+rocm6.2.4", "torch.wheel_folder": "rocm6.2.4",
+      "gpu.names": ["AMD Radeon 780M Graphics"]}, "none known to work for gfx1103"),
+])
+def test_the_override_comes_from_the_gpus_row_when_the_torch_gpu_list_is_unknown(facts, want):
+    facts = dict(facts)
+    facts.update(support.derive_support(facts))
+    en = support.fill("{override}", support.report_values(facts))
+    assert want in en and "RDNA2: 10.3.0" not in en, en
+
+
 # ---------------------------------------------------------------------------------------------- newer installed torch
 
 @pytest.mark.parametrize("facts", [
