@@ -60,10 +60,14 @@ HELDOUT6_FROZEN = "2026-12-02 15:29 UTC"
 # batch 7: collected later in session 8, frozen before that session's last KB/matcher merges (logs9b, logs9c, dup17)
 HELDOUT7_DIR = HELDOUT_DIR / "batch7"
 HELDOUT7_FROZEN = "2026-12-02 16:28 UTC"
+# batch 8: collected in session 9 (one collector, both sides), frozen before that session's KB/matcher changes
+HELDOUT8_DIR = HELDOUT_DIR / "batch8"
+HELDOUT8_FROZEN = "2026-12-03 11:13 UTC"
 HELDOUT_BATCHES = {
     5: (HELDOUT5_DIR, HELDOUT5_FROZEN),
     6: (HELDOUT6_DIR, HELDOUT6_FROZEN),
     7: (HELDOUT7_DIR, HELDOUT7_FROZEN),
+    8: (HELDOUT8_DIR, HELDOUT8_FROZEN),
 }
 # former held-out batches 1-3 (retired in session 6) and 4 (session 8), all on 2026-12-02: their misses were studied
 # and fixed from then on, so they count in no held-out figure; scored with the tuning split (docs/EVALUATION.md)
