@@ -97,3 +97,7 @@ def test_installed_command_works_from_any_directory(wheel, tmp_path):
     where = subprocess.run([str(py), "-c", "from diagnostics.kb import KB_DIR; print(KB_DIR)"],
                            capture_output=True, text=True, env=ENV, cwd=elsewhere, check=True).stdout.strip()
     assert where.startswith(str(env_dir)), where
+    # the installed migrations build a new session store
+    db = subprocess.run([str(exe), "sessions", "list"], capture_output=True, text=True, cwd=elsewhere, timeout=120,
+                        env={**ENV, "DATABASE_URL": f"sqlite:///{tmp_path / 'sessions.db'}"})
+    assert db.returncode == 0 and (tmp_path / "sessions.db").exists(), db.stdout[-2000:] + db.stderr[-2000:]
