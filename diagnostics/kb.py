@@ -586,9 +586,7 @@ def _variants(ctx: _Ctx, node: yaml.Node) -> dict[str, dict[str, str]]:
         if vendor not in VARIANT_VENDORS:
             raise ctx.err(kn, f"unknown vendor {vendor!r} in variants; allowed: {', '.join(VARIANT_VENDORS)}")
         var: dict[str, str] = {}
-        for fk, (fkn, fvn) in _mapping(ctx, vn, f"variants.{vendor}").items():
-            if fk not in VARIANT_KEYS:
-                raise ctx.err(fkn, f"unknown key {fk!r} in variants.{vendor}; allowed: {', '.join(VARIANT_KEYS)}")
+        for fk, _, fvn in _variant_keys(ctx, vn, f"variants.{vendor}", VARIANT_KEYS):
             var[fk] = _str(ctx, fvn, f"variants.{vendor}.{fk}")
             if fk == "log":
                 try:
@@ -601,6 +599,16 @@ def _variants(ctx: _Ctx, node: yaml.Node) -> dict[str, dict[str, str]]:
     return out
 
 
+def _variant_keys(ctx: _Ctx, node: yaml.Node, where: str, allowed: tuple[str, ...],
+                  place: str = "") -> Iterator[tuple[str, yaml.Node, yaml.Node]]:
+    """The keys of one vendor's variant (English or translated) with their nodes, each checked as it comes;
+    *place* names the mapping in the error (default: *where*)."""
+    for fk, (fkn, fvn) in _mapping(ctx, node, where).items():
+        if fk not in allowed:
+            raise ctx.err(fkn, f"unknown key {fk!r} in {place or where}; allowed: {', '.join(allowed)}")
+        yield fk, fkn, fvn
+
+
 def _translated_variants(ctx: _Ctx, node: yaml.Node, variants: dict[str, dict[str, str]],
                          lang: str) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
@@ -608,9 +616,8 @@ def _translated_variants(ctx: _Ctx, node: yaml.Node, variants: dict[str, dict[st
         if vendor not in variants:
             raise ctx.err(kn, f"translations.{lang}.variants.{vendor}: the entry has no English variant {vendor!r}")
         var: dict[str, str] = {}
-        for fk, (fkn, fvn) in _mapping(ctx, vn, f"translations.{lang}.variants.{vendor}").items():
-            if fk not in VARIANT_FIELDS:
-                raise ctx.err(fkn, f"unknown key {fk!r} in a translated variant; allowed: {', '.join(VARIANT_FIELDS)}")
+        where = f"translations.{lang}.variants.{vendor}"
+        for fk, fkn, fvn in _variant_keys(ctx, vn, where, VARIANT_FIELDS, "a translated variant"):
             if fk not in variants[vendor]:
                 raise ctx.err(fkn, f"variants.{vendor} has no English {fk!r} to translate")
             var[fk] = _str(ctx, fvn, fk)

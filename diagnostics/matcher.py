@@ -71,15 +71,19 @@ class LogScan:
             s.Compile()
             self._set = s
 
-    def scan(self, logs: list[tuple[str, str]],
-             wrap_lengths: list[list[int] | None] | None = None) -> dict[str, list[Hit]]:
+    def scan(self, logs: list[tuple[str, str]], wrap_lengths: list[list[int] | None] | None = None,
+             appendices: list[str | None] | None = None) -> dict[str, list[Hit]]:
         """One set pass per chunk tells which patterns occur where; only those chunks are searched again.
 
         Then the hard-wrapped runs of each log, joined back into single lines (textnorm.joined_wraps), are
         scanned for the patterns the log itself did not show: a signature cut by a terminal or a forum's wrap
         still matches, with the line number of the run's first line.  *wrap_lengths* (one per log, from
-        textnorm.clean_log_wraps) are the lengths its lines had as pasted, before a timestamp was stripped."""
+        textnorm.clean_log_wraps) are the lengths its lines had as pasted, before a timestamp was stripped.
+        *appendices*, when given, is filled with each log's appendix (None for a log not read: no patterns, or
+        an empty log), for oom_facts to read the same joined runs without building them again."""
         hits: dict[str, list[Hit]] = {}
+        if appendices is not None:
+            appendices[:] = [None] * len(logs)
         if not self.patterns:
             return hits
         for k, (name, text) in enumerate(logs):
@@ -88,6 +92,8 @@ class LogScan:
             self._scan_one(name, text, hits)
             appendix, starts = joined_wraps(text, lengths=wrap_lengths[k] if wrap_lengths and k < len(wrap_lengths)
                                             else None)
+            if appendices is not None:
+                appendices[k] = appendix
             if appendix:
                 self._scan_one(name, appendix, hits, line_map=starts,
                                skip={p for p, hs in hits.items() if any(h.source == name for h in hs)})
@@ -221,8 +227,10 @@ class Matcher:
         facts = dict(facts or {})
         cleaned = [(n, *clean_log_wraps(t)) for n, t in (logs or [])]
         logs = [(n, c) for n, c, _ in cleaned]
-        hits = self.scan.scan(logs, [w for _, _, w in cleaned])
-        from_logs = {k: v for k, v in oom_facts(logs, facts, [w for _, _, w in cleaned]).items() if k not in facts}
+        wraps = [w for _, _, w in cleaned]
+        appendices: list[str | None] = []
+        hits = self.scan.scan(logs, wraps, appendices)
+        from_logs = {k: v for k, v in oom_facts(logs, facts, wraps, appendices).items() if k not in facts}
         facts.update(from_logs)  # what an out-of-memory error says of itself, for conditions and evidence
         res = rank(self.kb.entries, facts, hits, set(unknown_facts), fact_sources or {})
         _add_oom_quotes(res["diagnoses"], logs, facts, fact_sources or {})
@@ -341,9 +349,11 @@ def diagnosis_dict(e: Entry, confidence: float, evidence: list[dict[str, Any]],
 
 
 def oom_facts(logs: list[tuple[str, str]], facts: dict[str, Any],
-              wrap_lengths: list[list[int] | None] | None = None) -> dict[str, Any]:
+              wrap_lengths: list[list[int] | None] | None = None,
+              appendices: list[str | None] | None = None) -> dict[str, Any]:
     """``oom.*`` facts from the last out-of-memory error in the logs (or in ``gen.error``).  *wrap_lengths*: per
-    log, the lengths its lines had as pasted (textnorm.clean_log_wraps), for the joined wrap runs."""
+    log, the lengths its lines had as pasted (textnorm.clean_log_wraps), for the joined wrap runs; *appendices*:
+    per log, those runs as LogScan.scan joined them for the same logs (None or absent: joined here)."""
     from .parsers.oom import parse
 
     found: dict[str, Any] = {}
@@ -354,7 +364,10 @@ def oom_facts(logs: list[tuple[str, str]], facts: dict[str, Any],
         # wrapped runs joined back (the scan's own appendix, textnorm.joined_wraps, which gives both readings of a
         # cut: with and without a space) are read too, and the reading with the most figures wins
         if "Tried to allocate" in text:
-            for line in joined_wraps(text, lengths=lengths)[0].splitlines():
+            appendix = appendices[k] if appendices and k < len(appendices) else None
+            if appendix is None:
+                appendix = joined_wraps(text, lengths=lengths)[0]
+            for line in appendix.splitlines():
                 joined = parse(line)
                 if len(joined) > len(here):
                     here = joined
@@ -402,8 +415,9 @@ def evaluate_entry(entry: Entry, facts: dict[str, Any], logs: str) -> Outcome:
     scan = LogScan(entry.when.log_patterns())
     text, wraps = clean_log_wraps(logs) if logs else ("", None)
     log_list = [("log", text)] if logs else []
-    hits = scan.scan(log_list, [wraps]) if logs else {}
-    facts = {**oom_facts(log_list, facts, [wraps] if logs else None), **facts}  # as Matcher.match does
+    appendices: list[str | None] = []
+    hits = scan.scan(log_list, [wraps], appendices) if logs else {}
+    facts = {**oom_facts(log_list, facts, [wraps] if logs else None, appendices), **facts}  # as Matcher.match does
     return evaluate(entry.when, facts, hits, {})
 
 

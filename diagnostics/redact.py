@@ -693,6 +693,18 @@ def _max_placeholder(text: str) -> int:
     return max((int(m.group(1)) for m in PLACEHOLDER_RE.finditer(text)), default=0)
 
 
+def _splice(text: str, changes: list[tuple[int, int, str]]) -> str:
+    """*text* with each ``(start, end, new)`` of *changes* (in order, not overlapping) in place of its span."""
+    parts: list[str] = []
+    pos = 0
+    for a, b, new in changes:
+        parts.append(text[pos:a])
+        parts.append(new)
+        pos = b
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
 class Redactor:
     """Keeps the secret -> placeholder map for one report, so the same secret gets the same placeholder."""
 
@@ -791,16 +803,8 @@ class Redactor:
                     changes.append((a, b, done))
                 del piece, done
             if changes:
-                parts: list[str] = []
-                pos = 0
-                for a, b, done in changes:
-                    parts.append(text[pos:a])
-                    parts.append(done)
-                    pos = b
-                parts.append(text[pos:])
+                text = _splice(text, changes)
                 del changes
-                text = "".join(parts)
-                del parts
         if self.mask_identity:
             text = self._identity(text)
         return text
@@ -816,14 +820,7 @@ class Redactor:
                 changes.append((a, b, new))
         if not changes:
             return text
-        out: list[str] = []
-        last = 0
-        for a, b, new in changes:
-            out.append(text[last:a])
-            out.append(new)
-            last = b
-        out.append(text[last:])
-        return "".join(out)
+        return _splice(text, changes)
 
     def env_value(self, name: str, value: str, where: str = "") -> str:
         """The value of an environment variable / fact called *name*: all of it is secret if the name says so."""

@@ -381,3 +381,22 @@ def test_current_versions_come_from_the_support_matrix_when_present(monkeypatch)
     assert cur["transformers"] == kl.CURRENT_VERSIONS["transformers"]   # not in the matrix: the table
     fake.get_matrix = lambda kb_dir=None: (_ for _ in ()).throw(RuntimeError("broken matrix"))
     assert kl.current_versions() == kl.CURRENT_VERSIONS
+
+
+def test_variant_keys_checked_in_english_and_in_translations():
+    """One check of a variant's keys serves both places; each names its own place and allowed keys."""
+    e = err_of(GOOD.replace("links:", "variants:\n  nvidia: {fix: n, fixx: y}\nlinks:"))
+    assert (e.line, e.col) == (13, 20)
+    assert "unknown key 'fixx' in variants.nvidia; allowed: title, symptoms, cause, fix, log" in e.message
+    tr = GOOD.replace("links:", "variants:\n  nvidia: {fix: n}\nlinks:") + textwrap.dedent("""\
+        translations:
+          zh-CN:
+            title: 演示
+            symptoms: s
+            cause: c
+            fix: f
+            variants:
+              nvidia: {fix: 修, log: x}
+        """)
+    assert "unknown key 'log' in a translated variant; allowed: title, symptoms, cause, fix" in err_of(tr).message
+    assert "variants.nvidia has no English 'title' to translate" in err_of(tr.replace("log: x", "title: t")).message

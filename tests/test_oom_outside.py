@@ -104,3 +104,22 @@ def test_message_hard_wrapped_by_the_paste_is_read_whole():
     f = oom_facts([("log", text)], {})
     assert abs(f["oom.reserved_bytes"] - 38.21 * GIB) < MIB
     assert f["oom.outside_torch_fraction"] < 0.1   # this process held nearly all of the 40 GB card
+
+
+def test_the_scan_hands_its_joined_runs_to_oom_facts(monkeypatch):
+    """A match joins a log's wrapped runs once: the scan's appendix is what oom_facts reads, with the same facts
+    as joining them again."""
+    from diagnostics import matcher
+    from diagnostics.kb import load_kb
+    text = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 128.00 MiB (GPU 0; 39.56\n"
+            "GiB total capacity; 37.88 GiB already allocated; 32.56 MiB free; 38.21 GiB \n"
+            "reserved in total by PyTorch) If reserved memory is >> allocated memory try \n"
+            "setting max_split_size_mb to avoid fragmentation.  See documentation for Memory \n"
+            "Management and PYTORCH_CUDA_ALLOC_CONF\n")
+    alone = matcher.oom_facts([("log", text)], {})
+    calls = []
+    real = matcher.joined_wraps
+    monkeypatch.setattr(matcher, "joined_wraps", lambda *a, **k: calls.append(1) or real(*a, **k))
+    res = matcher.Matcher(load_kb()).match(logs=[("log", text)])
+    assert len(calls) == 1
+    assert {k: v for k, v in res["facts_from_logs"].items() if k.startswith("oom.")} == alone

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..smi_values import UNIT_BYTES, mem_bytes
-from .base import ParseResult, SmiGpu, empty_input, guarded_parse, tool_text
+from .base import ParseResult, SmiGpu, empty_input, guarded_parse, json_values, tool_text
 from .rocminfo import cut_marker, gpu_list_facts, is_placeholder, looks_like_driver_version, set_gfx, strip_ansi
 
 KIND = "amd_smi"
@@ -115,15 +115,7 @@ def _find_key(obj: Any, needle: str, depth: int = 0) -> Any:
 
 
 def _parse_json(text: str, gpus: dict[int, SmiGpu], state: dict[str, Any], res: ParseResult) -> None:
-    decoder = json.JSONDecoder()
-    for attempt, m in enumerate(_JSON_START_RE.finditer(text)):
-        if attempt >= 3:
-            break
-        start = m.end() - 1
-        try:
-            obj, _ = decoder.raw_decode(text, start)
-        except ValueError:
-            continue
+    for obj in json_values(text, _JSON_START_RE):
         rocm = _find_key(obj, "rocm_version")
         if isinstance(rocm, str) and re.fullmatch(r"\d+\.\d+(?:\.\d+)*", rocm.strip()):
             state["rocm_version"] = rocm.strip()

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ..textnorm import clean_log
 from .base import ParseResult, build_flavour, guarded_parse, kernel_facts
@@ -181,135 +181,8 @@ def _scan(text: str) -> _Seen:
             seen.zluda = True
         if "directml" in s.lower() and ("Using directml" in s or "--directml" in s or "torch_directml" in s):
             seen.directml = True
-        _comfy_line(s, seen) or _a1111_line(s, seen) or _ollama_line(s, seen) or _ggml_line(s, line, seen) \
-            or _other_line(s, seen)
+        _read(s, seen)
     return seen
-
-
-def _comfy_line(s: str, seen: _Seen) -> bool:
-    m = _TOTAL_VRAM.match(s)
-    if m:
-        seen.hits.add("comfy")
-        seen.vram_bytes.append(int(m.group(1)) * MIB)
-        seen.put("host.mem_total_bytes", int(m.group(2)) * MIB)
-        return True
-    m = _PT_VERSION.match(s)
-    if m:
-        _torch_version(m.group(1), seen, "comfy")
-        return True
-    m = _DEVICE_COMFY.match(s) or _REPORT_NAME.match(s)
-    n = None if m else _DEVICE_FORGE.match(s)
-    if m or n:
-        name = m.group(2) if m else n.group(1)
-        if _ZLUDA.search(name):
-            seen.zluda = True
-            name = _ZLUDA.sub("", name)
-        _gpu_name(name, seen)
-        seen.put("torch.cuda_available", True)   # the app picked a cuda device: torch.cuda.is_available() said True
-        seen.hits.add("comfy-device")
-        return True
-    m = _AMD_ARCH.match(s)
-    if m:
-        seen.amd_targets(m.group(1))
-        seen.hits.add("comfy")
-        return True
-    m = _ROCM_TUPLE.match(s)
-    if m:
-        seen.put("torch.hip_version", f"{int(m.group(1))}.{int(m.group(2))}")
-        seen.hits.add("comfy")
-        return True
-    m = _COMFY_PYTHON.match(s)
-    if m:
-        seen.put("python.version", m.group(1))
-        if "[MSC v." in s:
-            seen.put("os.name", "Windows")
-        return True
-    m = _REPORT_VRAM.match(s)
-    if m:
-        seen.vram_bytes.append(int(m.group(1)))
-        seen.hits.add("comfy")
-        return True
-    m = _REPORT_OS.match(s)
-    if m:
-        if m.group(1) in ("nt", "win32"):
-            seen.put("os.name", "Windows")
-        return True
-    m = _COMFY_PLATFORM.match(s)
-    if m:
-        if m.group(1) == "Windows":
-            seen.put("os.name", "Windows")
-        seen.hits.add("comfy")
-        return True
-    return False
-
-
-def _a1111_line(s: str, seen: _Seen) -> bool:
-    m = _PY_BANNER.match(s) if s.startswith("Python ") else None
-    if m:
-        seen.put("python.version", m.group(1))
-        if "[MSC v." in m.group(2):
-            seen.put("os.name", "Windows")
-        return True
-    m = _A1111_FOOTER.search(s) if "torch: " in s else None
-    if m:
-        seen.put("python.version", m.group(1))
-        _torch_version(m.group(2), seen, "a1111")
-        return True
-    if "Torch is not able to use GPU" in s and _TORCH_NO_GPU.search(s):
-        seen.put("torch.cuda_available", False)
-        seen.put("torch.installed", True)
-        seen.hits.add("a1111")
-        return True
-    m = _PIP_INSTALLED.match(s)
-    if m:
-        t = _PIP_TORCH.search(m.group(1))
-        if t:
-            seen.pip_torch = t.group(1)
-            seen.hits.add("pip")
-        return True
-    m = _PIP_SATISFIED.match(s)
-    if m:
-        seen.pip_torch = m.group(1)
-        seen.hits.add("pip")
-        return True
-    return False
-
-
-def _ollama_line(s: str, seen: _Seen) -> bool:
-    if "msg=" not in s and "amdgpu" not in s and "routes.go:" not in s:
-        return False
-    m = _OLLAMA_LISTEN.search(s)
-    if m:
-        seen.put("ollama.version", m.group(1))
-        seen.hits.add("ollama")
-        return True
-    m = _OLLAMA_COMPUTE.search(s)
-    if m:
-        _ollama_compute(dict(_KV.findall(m.group(1))), seen)
-        return True
-    if _OLLAMA_ENV_MAP.search(s):
-        for name, value in _ENV_IN_MAP.findall(s):
-            value = value.rstrip("]\"")
-            if value:
-                seen.put(f"env.{name}", value)
-        seen.hits.add("ollama")
-        return True
-    m = _OLLAMA_SKIP_CHECK.search(s)
-    if m:
-        seen.put("env.HSA_OVERRIDE_GFX_VERSION", m.group(1).strip("\"'"))
-        seen.hits.add("ollama")
-        return True
-    m = _OLLAMA_GPU_TYPE.search(s) or _OLLAMA_OLD_UNSUPPORTED.search(s)
-    if m:
-        seen.amd_targets(m.group(1))
-        seen.hits.add("ollama")
-        return True
-    m = _OLLAMA_DETECTED.search(s)
-    if m:
-        seen.amd_targets(*m.group(1).split())
-        seen.hits.add("ollama")
-        return True
-    return False
 
 
 def _ollama_compute(kv: dict[str, str], seen: _Seen) -> None:
@@ -345,89 +218,191 @@ def _ollama_compute(kv: dict[str, str], seen: _Seen) -> None:
             seen.vram_bytes.append(int(mib * MIB))
 
 
-def _ggml_line(s: str, raw: str, seen: _Seen) -> bool:
-    if not s.startswith(("ggml_", "Device ")):
-        return False
-    m = _GGML_FOUND.match(s)
-    if m:
-        n = int(m.group(1))
-        seen.put("gpu.count", n)
-        if m.group(2) == "ROCm":
-            seen.put("hip.device_count", n)
-            seen.add("gpu.vendors", "amd")
-            seen.facts["_ggml_rocm"] = True
-        seen.hits.add("ggml")
-        return True
-    m = _GGML_DEV_GFX.match(raw) or _GGML_DEV_GFX.match(s)
-    if m:
-        if m.group(1).strip():
-            _gpu_name(m.group(1), seen)
-        seen.amd_targets(m.group(2))
-        seen.hits.add("ggml")
-        return True
-    m = _GGML_DEV_CC.match(raw) or _GGML_DEV_CC.match(s)
-    if m:
-        if m.group(1).strip():
-            _gpu_name(m.group(1), seen)
-        if not seen.facts.get("_ggml_rocm"):   # a ROCm build prints the gfx major/minor as a 'compute capability'
-            seen.add("nvidia.compute_caps", f"sm_{m.group(2)}{m.group(3)}")
-        seen.hits.add("ggml")
-        return True
-    if _GGML_NO_DEVICE.match(s):
-        seen.put("hip.device_count", 0)
-        seen.put("hip.error", "hipErrorNoDevice")   # hipGetErrorString(hipErrorNoDevice)
-        seen.hits.add("ggml")
-        return True
-    return False
+def _comfy_vram(m: re.Match[str], seen: _Seen) -> None:
+    seen.vram_bytes.append(int(m.group(1)) * MIB)
+    seen.put("host.mem_total_bytes", int(m.group(2)) * MIB)
 
 
-def _other_line(s: str, seen: _Seen) -> bool:
-    m = _TF_DEVICE.search(s) or _TF_IGNORING.search(s) if "physical GPU" in s or "Ignoring visible" in s else None
-    if m:
+def _app_device(name: str, seen: _Seen) -> None:
+    """The cuda device the app picked: torch.cuda.is_available() said True (ZLUDA's mark taken off the name)."""
+    if _ZLUDA.search(name):
+        seen.zluda = True
+        name = _ZLUDA.sub("", name)
+    _gpu_name(name, seen)
+    seen.put("torch.cuda_available", True)
+
+
+def _python(version: str, windows: bool, seen: _Seen) -> None:
+    seen.put("python.version", version)
+    _windows(windows, seen)
+
+
+def _windows(yes: bool, seen: _Seen) -> None:
+    if yes:
+        seen.put("os.name", "Windows")
+
+
+def _a1111_footer(m: re.Match[str], seen: _Seen) -> None:
+    seen.put("python.version", m.group(1))
+    _torch_version(m.group(2), seen, "a1111")
+
+
+def _torch_no_gpu(m: re.Match[str], seen: _Seen) -> None:
+    seen.put("torch.cuda_available", False)
+    seen.put("torch.installed", True)
+
+
+def _pip_installed(m: re.Match[str], seen: _Seen) -> None:
+    t = _PIP_TORCH.search(m.group(1))
+    if t:
+        seen.pip_torch = t.group(1)
+        seen.hits.add("pip")
+
+
+def _pip_satisfied(m: re.Match[str], seen: _Seen) -> None:
+    seen.pip_torch = m.group(1)
+
+
+def _ollama_env(m: re.Match[str], seen: _Seen) -> None:
+    for name, value in _ENV_IN_MAP.findall(m.string):
+        value = value.rstrip("]\"")
+        if value:
+            seen.put(f"env.{name}", value)
+
+
+def _ggml_found(m: re.Match[str], seen: _Seen) -> None:
+    n = int(m.group(1))
+    seen.put("gpu.count", n)
+    if m.group(2) == "ROCm":
+        seen.put("hip.device_count", n)
+        seen.add("gpu.vendors", "amd")
+        seen.facts["_ggml_rocm"] = True
+
+
+def _ggml_gfx(m: re.Match[str], seen: _Seen) -> None:
+    if m.group(1).strip():
         _gpu_name(m.group(1), seen)
-        if m.group(2):
-            seen.add("nvidia.compute_caps", f"sm_{m.group(2)}{m.group(3)}")
-            seen.add("gpu.vendors", "nvidia")
-        seen.hits.add("tensorflow")
-        return True
-    m = _VLLM_VERSION.search(s) if "vLLM" in s or "LLM engine" in s else None
-    if m:
-        seen.put("pkg.vllm", m.group(1))
-        build = build_flavour(m.group(1))
-        if build:
-            seen.put("pkg.vllm_build", build)
-        seen.hits.add("vllm")
-        return True
-    m = _TEMPLATE_GPU.match(s) if "GPU models" in s else None
-    if m:
-        value = m.group(1).strip()
-        g = _NAME_GFX.match(value)   # ROCm torch's own form: 'AMD Radeon RX 7900 XTX (gfx1100)'
-        if g:
-            value = g.group(1)
-            seen.amd_targets(g.group(2))
-        if value and not _TEMPLATE_UNKNOWN.match(value):
-            _gpu_name(value, seen)
-            seen.hits.add("template")
-        return True
-    m = _LSPCI.match(s) if "controller" in s else None
-    if m:
-        for vendor, rx in _LSPCI_VENDOR:
-            if rx.search(m.group(1)):
-                seen.add("gpu.vendors", vendor)
-                seen.hits.add("lspci")
-                break
-        return True
-    if _CUDA_NOT_AVAILABLE.match(s):
-        seen.facts["_cuda_not_available"] = True
-        return True
-    m = _UNAME.match(s) if s.startswith("Linux ") else None
-    if m:
-        k: dict[str, Any] = {}
-        kernel_facts(m.group(1), k)
-        for name, value in k.items():
-            seen.put(name, value)
-        return True
-    return False
+    seen.amd_targets(m.group(2))
+
+
+def _ggml_cc(m: re.Match[str], seen: _Seen) -> None:
+    if m.group(1).strip():
+        _gpu_name(m.group(1), seen)
+    if not seen.facts.get("_ggml_rocm"):   # a ROCm build prints the gfx major/minor as a 'compute capability'
+        seen.add("nvidia.compute_caps", f"sm_{m.group(2)}{m.group(3)}")
+
+
+def _ggml_no_device(m: re.Match[str], seen: _Seen) -> None:
+    seen.put("hip.device_count", 0)
+    seen.put("hip.error", "hipErrorNoDevice")   # hipGetErrorString(hipErrorNoDevice)
+
+
+def _tf_device(m: re.Match[str], seen: _Seen) -> None:
+    _gpu_name(m.group(1), seen)
+    if m.group(2):
+        seen.add("nvidia.compute_caps", f"sm_{m.group(2)}{m.group(3)}")
+        seen.add("gpu.vendors", "nvidia")
+
+
+def _vllm(m: re.Match[str], seen: _Seen) -> None:
+    seen.put("pkg.vllm", m.group(1))
+    build = build_flavour(m.group(1))
+    if build:
+        seen.put("pkg.vllm_build", build)
+
+
+def _template_gpu(m: re.Match[str], seen: _Seen) -> None:
+    value = m.group(1).strip()
+    g = _NAME_GFX.match(value)   # ROCm torch's own form: 'AMD Radeon RX 7900 XTX (gfx1100)'
+    if g:
+        value = g.group(1)
+        seen.amd_targets(g.group(2))
+    if value and not _TEMPLATE_UNKNOWN.match(value):
+        _gpu_name(value, seen)
+        seen.hits.add("template")
+
+
+def _lspci(m: re.Match[str], seen: _Seen) -> None:
+    for vendor, rx in _LSPCI_VENDOR:
+        if rx.search(m.group(1)):
+            seen.add("gpu.vendors", vendor)
+            seen.hits.add("lspci")
+            break
+
+
+def _cuda_not_available(m: re.Match[str], seen: _Seen) -> None:
+    seen.facts["_cuda_not_available"] = True
+
+
+def _uname(m: re.Match[str], seen: _Seen) -> None:
+    k: dict[str, Any] = {}
+    kernel_facts(m.group(1), k)
+    for name, value in k.items():
+        seen.put(name, value)
+
+
+_Act = Callable[[re.Match[str], _Seen], None]
+
+# The readers, in the order they are tried; the first that reads a line reads it alone.  A row: a literal the line
+# must hold before the pattern is tried (one the pattern itself requires, so it only saves time; None: none), how
+# the pattern is applied, the app its reading names (None: the action says so itself, or it names none), and
+# what it does with the match.
+_READERS: tuple[tuple[str | None, Callable[[str], re.Match[str] | None], str | None, _Act], ...] = (
+    # ComfyUI / Forge / Fooocus
+    (None, _TOTAL_VRAM.match, "comfy", _comfy_vram),
+    (None, _PT_VERSION.match, None, lambda m, seen: _torch_version(m.group(1), seen, "comfy")),
+    (None, _DEVICE_COMFY.match, "comfy-device", lambda m, seen: _app_device(m.group(2), seen)),
+    (None, _REPORT_NAME.match, "comfy-device", lambda m, seen: _app_device(m.group(2), seen)),
+    (None, _DEVICE_FORGE.match, "comfy-device", lambda m, seen: _app_device(m.group(1), seen)),
+    (None, _AMD_ARCH.match, "comfy", lambda m, seen: seen.amd_targets(m.group(1))),
+    (None, _ROCM_TUPLE.match, "comfy",
+     lambda m, seen: seen.put("torch.hip_version", f"{int(m.group(1))}.{int(m.group(2))}")),
+    (None, _COMFY_PYTHON.match, None, lambda m, seen: _python(m.group(1), "[MSC v." in m.string, seen)),
+    (None, _REPORT_VRAM.match, "comfy", lambda m, seen: seen.vram_bytes.append(int(m.group(1)))),
+    (None, _REPORT_OS.match, None, lambda m, seen: _windows(m.group(1) in ("nt", "win32"), seen)),
+    (None, _COMFY_PLATFORM.match, "comfy", lambda m, seen: _windows(m.group(1) == "Windows", seen)),
+    # A1111 / Forge launch, pip
+    ("Python ", _PY_BANNER.match, None, lambda m, seen: _python(m.group(1), "[MSC v." in m.group(2), seen)),
+    ("torch: ", _A1111_FOOTER.search, None, _a1111_footer),
+    ("Torch is not able to use GPU", _TORCH_NO_GPU.search, "a1111", _torch_no_gpu),
+    (None, _PIP_INSTALLED.match, None, _pip_installed),
+    (None, _PIP_SATISFIED.match, "pip", _pip_satisfied),
+    # ollama serve
+    ("Listening on ", _OLLAMA_LISTEN.search, "ollama", lambda m, seen: seen.put("ollama.version", m.group(1))),
+    ("inference compute", _OLLAMA_COMPUTE.search, None,
+     lambda m, seen: _ollama_compute(dict(_KV.findall(m.group(1))), seen)),
+    ("server config", _OLLAMA_ENV_MAP.search, "ollama", _ollama_env),
+    ("skipping rocm", _OLLAMA_SKIP_CHECK.search, "ollama",
+     lambda m, seen: seen.put("env.HSA_OVERRIDE_GFX_VERSION", m.group(1).strip("\"'"))),
+    ("amdgpu is ", _OLLAMA_GPU_TYPE.search, "ollama", lambda m, seen: seen.amd_targets(m.group(1))),
+    ("amdgpu [", _OLLAMA_OLD_UNSUPPORTED.search, "ollama", lambda m, seen: seen.amd_targets(m.group(1))),
+    ("detected amdgpu", _OLLAMA_DETECTED.search, "ollama", lambda m, seen: seen.amd_targets(*m.group(1).split())),
+    # llama.cpp
+    ("ggml_", _GGML_FOUND.match, "ggml", _ggml_found),
+    ("Device ", _GGML_DEV_GFX.match, "ggml", _ggml_gfx),
+    ("Device ", _GGML_DEV_CC.match, "ggml", _ggml_cc),
+    ("ggml_cuda_init", _GGML_NO_DEVICE.match, "ggml", _ggml_no_device),
+    # TensorFlow, vLLM, bug-report templates, lspci, a check script's sentence, uname -a
+    ("physical GPU", _TF_DEVICE.search, "tensorflow", _tf_device),
+    ("Ignoring visible", _TF_IGNORING.search, "tensorflow", _tf_device),
+    ("LLM ", _VLLM_VERSION.search, "vllm", _vllm),
+    ("GPU models", _TEMPLATE_GPU.match, None, _template_gpu),
+    ("controller", _LSPCI.match, None, _lspci),
+    ("CUDA ", _CUDA_NOT_AVAILABLE.match, None, _cuda_not_available),
+    ("Linux ", _UNAME.match, None, _uname),
+)
+
+
+def _read(s: str, seen: _Seen) -> None:
+    for literal, find, app, act in _READERS:
+        if literal is not None and literal not in s:
+            continue
+        m = find(s)
+        if m:
+            act(m, seen)
+            if app:
+                seen.hits.add(app)
+            return
 
 
 def _torch_version(raw: str, seen: _Seen, app: str) -> None:

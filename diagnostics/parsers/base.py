@@ -1,10 +1,12 @@
 """What every dump parser returns, and the small pieces several parsers share: the empty-input check, the window
-read from a huge paste, the SMI tools' text, build flavours, kernel facts, the SMI GPU record, GPU processes and the log layers."""
+read from a huge paste, the JSON values of a dump, the SMI tools' text, build flavours, kernel facts, the SMI GPU
+record, GPU processes and the log layers."""
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..textnorm import strip_ansi
 
@@ -50,6 +52,21 @@ def read_window(text: str, res: ParseResult, markers: tuple[str, ...], lead: int
         res.notes.append(f"long input: only {WINDOW // 1_000_000} MB around {what} were read")
         text = text[begin:begin + WINDOW]
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def json_values(text: str, starts: re.Pattern[str], tries: int = 3) -> Iterator[Any]:
+    """The JSON values at the first *tries* places *starts* finds in *text* (each match ends on the value's first
+    bracket; SMI tools print warning lines before their JSON), each decoded; a place that does not decode is
+    skipped."""
+    decoder = json.JSONDecoder()
+    for attempt, m in enumerate(starts.finditer(text)):
+        if attempt >= tries:
+            break
+        try:
+            value = decoder.raw_decode(text, m.end() - 1)[0]
+        except ValueError:
+            continue
+        yield value
 
 
 def tool_text(text: Any) -> str:

@@ -22,12 +22,11 @@ ROCm/rocm_smi_lib#159); it is normalised.  Standard library only.
 from __future__ import annotations
 
 import csv
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base import ParseResult, SmiGpu, empty_input, guarded_parse, tool_text
+from .base import ParseResult, SmiGpu, empty_input, guarded_parse, json_values, tool_text
 from .rocminfo import cut_marker, gpu_list_facts, is_placeholder, set_gfx, strip_ansi
 
 KIND = "rocm_smi"
@@ -110,14 +109,7 @@ def _apply_kv(gpu: SmiGpu, key: str, value: Any, res: ParseResult) -> None:
 
 
 def _parse_json(text: str, gpus: dict[int, SmiGpu], res: ParseResult) -> bool:
-    decoder = json.JSONDecoder()
-    for attempt, m in enumerate(_JSON_START_RE.finditer(text)):
-        if attempt >= 3:
-            break
-        try:
-            obj, _ = decoder.raw_decode(text, m.end() - 1)
-        except ValueError:
-            continue
+    for obj in json_values(text, _JSON_START_RE):
         if not isinstance(obj, dict):
             continue
         found = False

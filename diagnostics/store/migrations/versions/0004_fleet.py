@@ -17,48 +17,30 @@ import json
 import sqlalchemy as sa
 from alembic import op
 
+from diagnostics.store.migrations.tables import create_tables
+
 revision = "0004"
 down_revision = "0003"
 branch_labels = None
 depends_on = None
 
 
-def _fk() -> sa.Column:
-    return sa.Column("session_id", sa.String(36), sa.ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False)
+_TABLES = {
+    "session_facets": ("id int pk, session_id fk, created_at datetime, dim str16, value str255, host str255, "
+                       "verdict str16, status str16",
+                       {"ix_session_facets_session_id": "session_id",
+                        "ix_facets_dim_value_created": "dim value created_at",
+                        "ix_facets_dim_created": "dim created_at",
+                        "ix_facets_dim_verdict_value": "dim verdict value status"}),
+    "session_signatures": ("id int pk, session_id fk, created_at datetime, host str255, reason str16, sig str16, "
+                           "signature text, check_id str128, line text, excerpt text",
+                           {"ix_session_signatures_session_id": "session_id",
+                            "ix_signatures_sig_created": "sig created_at", "ix_signatures_created": "created_at"}),
+}
 
 
 def upgrade() -> None:
-    op.create_table(
-        "session_facets",
-        sa.Column("id", sa.Integer(), primary_key=True),
-        _fk(),
-        sa.Column("created_at", sa.DateTime(), nullable=False),
-        sa.Column("dim", sa.String(16), nullable=False),
-        sa.Column("value", sa.String(255), nullable=False),
-        sa.Column("host", sa.String(255), nullable=False),
-        sa.Column("verdict", sa.String(16), nullable=False),
-        sa.Column("status", sa.String(16), nullable=False),
-    )
-    op.create_index("ix_session_facets_session_id", "session_facets", ["session_id"])
-    op.create_index("ix_facets_dim_value_created", "session_facets", ["dim", "value", "created_at"])
-    op.create_index("ix_facets_dim_created", "session_facets", ["dim", "created_at"])
-    op.create_index("ix_facets_dim_verdict_value", "session_facets", ["dim", "verdict", "value", "status"])
-    op.create_table(
-        "session_signatures",
-        sa.Column("id", sa.Integer(), primary_key=True),
-        _fk(),
-        sa.Column("created_at", sa.DateTime(), nullable=False),
-        sa.Column("host", sa.String(255), nullable=False),
-        sa.Column("reason", sa.String(16), nullable=False),
-        sa.Column("sig", sa.String(16), nullable=False),
-        sa.Column("signature", sa.Text(), nullable=False),
-        sa.Column("check_id", sa.String(128), nullable=False),
-        sa.Column("line", sa.Text(), nullable=False),
-        sa.Column("excerpt", sa.Text(), nullable=False),
-    )
-    op.create_index("ix_session_signatures_session_id", "session_signatures", ["session_id"])
-    op.create_index("ix_signatures_sig_created", "session_signatures", ["sig", "created_at"])
-    op.create_index("ix_signatures_created", "session_signatures", ["created_at"])
+    create_tables(_TABLES)
 
     from diagnostics.store.stats import derive_rows  # the same derivation as every save uses
 
