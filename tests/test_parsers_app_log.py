@@ -213,3 +213,15 @@ def test_bug_template_gpu_line_with_rocm_torchs_gfx_suffix():
     f = app_log.parse("GPU models and configuration: AMD Instinct MI100 (gfx908:sramecc+:xnack-)\n").facts
     assert f["gpu.names"] == ["AMD Instinct MI100"] and f["gpu.gfx_targets"] == ["gfx908"]
     assert not app_log.parse("GPU models and configuration: No CUDA\n").facts
+
+
+def test_rocminfo_name_lines_alone_give_the_gpus_targets_in_order():
+    """``rocminfo | grep gfx`` pasted without the rest of rocminfo: the agents' name lines still say which GPUs
+    the machine has (an iGPU listed before the discrete card here)."""
+    from diagnostics.parsers import parse
+
+    text = ("$ rocminfo | grep gfx\n  Name:                    gfx1036\n  Name:                    gfx1100\n"
+            "$ python3 sd.py\nAborted (core dumped)\n")
+    assert parse(text).facts.get("gpu.gfx_targets") == ["gfx1036", "gfx1100"]
+    # a name line that is not a target, or a target inside a sentence, is not one
+    assert "gpu.gfx_targets" not in parse("Name: gfx-card-7\nmy Name: gfx1100 is wrong\n").facts

@@ -107,6 +107,8 @@ _LSPCI_VENDOR = (("amd", re.compile(r"^(?:Advanced Micro Devices|ATI Technologie
                  ("nvidia", re.compile(r"^NVIDIA Corporation|\[10de:[0-9a-f]{4}\]")),
                  ("intel", re.compile(r"^Intel Corporation|\[8086:[0-9a-f]{4}\]")))
 # uname -a
+# an agent's name line of rocminfo, alone (``rocminfo | grep gfx`` / ``grep -i name``): the GPUs' targets, in order
+_ROCMINFO_NAME = re.compile(r"^\s*Name:\s+(gfx[0-9][0-9a-f]{1,3})\s*$")
 _UNAME = re.compile(r"^Linux \S{1,64} (\d+\.\d+\.\d+[\w.+~-]{0,80}) #\d{1,6}")
 
 _AMD_NAME = re.compile(r"(?i)\b(amd|radeon|instinct)\b")
@@ -390,6 +392,8 @@ _READERS: tuple[tuple[str | None, Callable[[str], re.Match[str] | None], str | N
     ("controller", _LSPCI.match, None, _lspci),
     ("CUDA ", _CUDA_NOT_AVAILABLE.match, None, _cuda_not_available),
     ("Linux ", _UNAME.match, None, _uname),
+    # (targets only: the vendor follows from them in derive, as it does for a whole rocminfo)
+    ("Name:", _ROCMINFO_NAME.match, None, lambda m, seen: seen.add("gpu.gfx_targets", m.group(1))),
 )
 
 
