@@ -50,7 +50,10 @@ _MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec|\d{1,2}月)"   # jou
 _PROG = r"(?:[\w./@-]{1,64}\[\d{1,10}\]|kernel)"
 _ISO = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
 _LEVEL = r"(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRITICAL|FATAL)"
-_COMPOSE = r"[\w.-]{1,64}[-_]\d{1,3} {1,32}\| "   # docker compose's "svc-1  | " (tried only where it can be)
+# docker compose's "svc-1  | " (tried only where it can be), and a service with its own container_name
+# ("comfyui-rocm  | ", YanWenKun/ComfyUI-Docker#122): a name with a dash or underscore and at least two spaces of
+# padding, so that a table row ("GPU  | Temp", "| 0 | MI300X |") keeps its first cell
+_COMPOSE = r"(?:[\w.-]{1,64}[-_]\d{1,3} {1,32}|[A-Za-z][\w.]{0,30}[-_][\w.-]{1,32} {2,32})\| "
 _PREFIX_ALTS = (
     # ISO timestamps: rsyslog high-precision "2024-05-01T12:00:00.123456+00:00 host kernel: " and docker logs -t /
     # kubectl --timestamps / CRI files "2024-05-01T12:00:00.123456789Z stdout F " (one timestamp, then either tail)
