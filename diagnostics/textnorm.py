@@ -50,11 +50,15 @@ _MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec|\d{1,2}月)"   # jou
 _PROG = r"(?:[\w./@-]{1,64}\[\d{1,10}\]|kernel)"
 _ISO = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
 _LEVEL = r"(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRITICAL|FATAL)"
-_COMPOSE = r"[\w.-]{1,64}[-_]\d{1,3} {1,32}\| "   # docker compose's "svc-1  | " (tried only where it can be)
+# docker compose's "svc-1  | " (tried only where it can be), and a service with its own container_name
+# ("comfyui-rocm  | ", YanWenKun/ComfyUI-Docker#122): a name with a dash or underscore and at least two spaces of
+# padding, so that a table row ("GPU  | Temp", "| 0 | MI300X |") keeps its first cell
+_COMPOSE = r"(?:[\w.-]{1,64}[-_]\d{1,3} {1,32}|[A-Za-z][\w.]{0,30}[-_][\w.-]{1,32} {2,32})\| "
 _PREFIX_ALTS = (
     # ISO timestamps: rsyslog high-precision "2024-05-01T12:00:00.123456+00:00 host kernel: " and docker logs -t /
     # kubectl --timestamps / CRI files "2024-05-01T12:00:00.123456789Z stdout F " (one timestamp, then either tail)
-    rf"{_ISO} (?:[\w.-]{{1,64}} {_PROG}: |(?:std(?:out|err) [FP] )?)",
+    # (and ComfyUI's own log, "2025-10-16T15:00:55.223733 - ", unless a logger name and level follow)
+    rf"{_ISO} (?:[\w.-]{{1,64}} {_PROG}: |(?:std(?:out|err) [FP] |- (?![\w.<>-]{{1,64}} - ))?)",
     # journald / syslog: "Mar 03 12:00:01 host kernel: ", "Mar  3 12:00:01 host ollama[1234]: "
     rf"{_MON} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{{1,9}})? [\w.-]{{1,64}} {_PROG}: ",
     # bracketed timestamps (ComfyUI, Windows tools, Python logging): "[2024-05-01 12:00:00.123] ", "[12:00:01] "
@@ -74,7 +78,12 @@ _PREFIX_ALTS = (
     r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6} {1,8}\d{1,10} [\w./-]{1,128}:\d{1,6}\] ",
     # SwarmUI: "10:31:55.123 [Debug] [ComfyUI-0/STDERR] " (its clock and level, then the backend's stream)
     r"\d\d:\d\d:\d\d\.\d{3} \[(?:Verbose|Debug|Info|Init|Warning|Error)\] ",
+    # SwarmUI's file log puts a date before its clock ("2025-02-16 03:41:50.234 [Warning] [ComfyUI-0/STDERR] "):
+    # its level in brackets is taken only before the backend's stream tag
+    r"\[(?:Verbose|Debug|Info|Init|Warning|Error)\] (?=\[[\w.-]{1,32}/STD(?:OUT|ERR)\] )",
     r"\[[\w.-]{1,32}/STD(?:OUT|ERR)\] ",
+    # SD.Next (rich console): "09:54:19-207675 CRITICAL " (its clock with microseconds after a dash, then the level)
+    rf"\d\d:\d\d:\d\d-\d{{6}} {_LEVEL} {{1,8}}",
     # docker compose ("comfyui-1  | ", "ollama_1    | ") and kubectl logs --prefix ("[pod/web-7c9f/app] ")
     _COMPOSE,
     r"\[pod/[\w.-]{1,253}/[\w.-]{1,63}\] ",

@@ -50,9 +50,13 @@ COLLECT_ENV = ["PyTorch version: 2.5.1+cpu", "Is debug build: False", "CUDA used
     "I1202 01:02:03.123456  4711 runner.cc:123] ",              # glog (TensorFlow, XLA, Ray's core)
     "comfyui-1  | ",                                            # docker compose up
     "ollama_1    | ",                                           # docker-compose v1
+    "comfyui-rocm  | ",                                         # compose service with its own container_name
     "[pod/trainer-7c9f/worker] ",                               # kubectl logs --prefix
     "  | [2025-03-10T15:07:20Z] ",                             # Buildkite's web log (vllm#14574)
     "10:31:55.123 [Debug] [ComfyUI-0/STDERR] ",                 # SwarmUI's backend stream
+    "2025-02-16 03:41:50.234 [Warning] [ComfyUI-0/STDERR] ",   # SwarmUI's file log (date, clock, level, stream)
+    "2025-10-16T15:00:55.223733 - ",                          # ComfyUI's own log with timestamps
+    "09:54:19-207675 CRITICAL ",                              # SD.Next's console (sdnext#4801)
     "\x1b[31m",                                                 # colour
 ])
 def test_anchored_signatures_match_behind_prefixes(matcher, prefix):
@@ -196,7 +200,7 @@ def _strip_prefixes_by_line(text: str) -> str:
 
     old = re.compile(
         rf"(?:{_MON} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{{1,9}})? [\w.-]{{1,64}} {_PROG}: |{_ISO} [\w.-]{{1,64}} {_PROG}: "
-        rf"|{_ISO} (?:std(?:out|err) [FP] )?|\[(?:{_ISO}|\d\d:\d\d:\d\d(?:[.,]\d{{1,6}})?)\] ?"
+        rf"|{_ISO} (?:std(?:out|err) [FP] |- (?![\w.<>-]{{1,64}} - ))?|\[(?:{_ISO}|\d\d:\d\d:\d\d(?:[.,]\d{{1,6}})?)\] ?"
         r"|\[?\d{1,2}/\d{1,2}/\d{4},? \d{1,2}:\d\d:\d\d(?: ?[AP]M)?\]? |\[ {0,12}\d{1,10}\.\d{1,9}\] ?"
         # the logging frameworks' and wrappers' prefixes (levels, vLLM/Ray, glog, SwarmUI, compose, kubectl)
         rf"|(?<=[\d\]] )(?:- [\w.<>-]{{1,64}} - )?{_LEVEL}(?: - | {{1,4}})|\[{_LEVEL}\] "
@@ -204,7 +208,9 @@ def _strip_prefixes_by_line(text: str) -> str:
         r"|\([\w.-]{1,64} pid=\d{1,10}(?:, ip=[\d.:a-f]{3,45})?\) "
         r"|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6} {1,8}\d{1,10} [\w./-]{1,128}:\d{1,6}\] "
         r"|\d\d:\d\d:\d\d\.\d{3} \[(?:Verbose|Debug|Info|Init|Warning|Error)\] |\[[\w.-]{1,32}/STD(?:OUT|ERR)\] "
-        r"|[\w.-]{1,64}[-_]\d{1,3} {1,32}\| |\[pod/[\w.-]{1,253}/[\w.-]{1,63}\] "
+        r"|\[(?:Verbose|Debug|Info|Init|Warning|Error)\] (?=\[[\w.-]{1,32}/STD(?:OUT|ERR)\] )"
+        rf"|\d\d:\d\d:\d\d-\d{{6}} {_LEVEL} {{1,8}}"
+        r"|(?:[\w.-]{1,64}[-_]\d{1,3} {1,32}|[A-Za-z][\w.]{0,30}[-_][\w.-]{1,32} {2,32})\| |\[pod/[\w.-]{1,253}/[\w.-]{1,63}\] "
         r"|(?:\([\w.-]{1,64}\) ?)?[\w.@:~/-]{0,128}\$ |(?:>>>|\.\.\.) |PS [^>\n]{1,200}> |>{1,3} ){1,4}")
     lines = text.split("\n")
     for i, line in enumerate(lines):
@@ -229,6 +235,7 @@ _FRAGMENTS = [
     "INFO  ", "- app - ERROR - ", "ERROR: ", "[ERROR] ", "(APIServer pid=7) ", "(W pid=1, ip=10.0.0.1) ",
     "INFO 12-02 01:02:03 [a.py:1] ", "I1202 01:02:03.123456  1 f.cc:1] ", "01:02:03.123 [Debug] ", "[ComfyUI-0/STDERR] ",
     "comfyui-1  | ", "ollama_1 | ", "GPU  | ", "[pod/a-1/b] ", "WARNING ",
+    "comfyui-rocm  | ", "GPU-0 | ", "a_b  | ", "[Warning] ", "2024-05-01 12:00:00 - ", "09:54:19-207675 ERROR ", "01:02:03-123456 ",
 ]
 
 
