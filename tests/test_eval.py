@@ -61,16 +61,21 @@ def _new_ids() -> set[str]:
 
 # --- the tuning split: shape ------------------------------------------------------------------------
 
+PER_ID_TUNING = 8
+
+
 def test_set_is_big_and_spread():
     positives = [c for c in CASES if not c.negative]
     negatives = [c for c in CASES if c.negative]
     assert len(positives) >= 45, f"only {len(positives)} labelled real logs"
     assert len(negatives) >= 8, f"only {len(negatives)} negative cases"
     per_id = collections.Counter(c.expected for c in positives)
-    # at most 3 per id, plus held-out cases moved in when they were exposed (the rule of docs/EVALUATION.md)
+    # at most PER_ID_TUNING per id (3 in the first collection; later rounds added other versions' and apps' wordings
+    # of the failures printed in many ways, up to 8 of ~450), plus held-out cases moved in when they were exposed
+    # (the rule of docs/EVALUATION.md)
     moved = collections.Counter(c.expected for c in positives if "-ex-h" in c.path.name)
-    crowded = {k: v for k, v in per_id.items() if v > 3 + moved[k]}
-    assert not crowded, f"more than 3 cases for one id: {crowded}"
+    crowded = {k: v for k, v in per_id.items() if v > PER_ID_TUNING + moved[k]}
+    assert not crowded, f"more than {PER_ID_TUNING} cases for one id: {crowded}"
     assert len(per_id) >= 20, f"cases cover only {len(per_id)} ids"
 
 
@@ -142,7 +147,7 @@ def test_retired_batches_are_whole_and_out_of_the_heldout_split():
 
 # per batch: minimum logs, negatives, descriptions, first log number, first description number, most logs per id.
 # (Batch 4, retired in session 8, had (39, 8, 24, 142, 98, 3).)
-BATCH_SHAPE = {5: (40, 10, 30, 182, 122, 4), 6: (34, 6, 19, 230, 160, 2), 7: (29, 5, 10, 290, 200, 2), 8: (32, 6, 16, 320, 210, 2)}   # s185 moved to tuning
+BATCH_SHAPE = {5: (40, 10, 30, 182, 122, 4), 6: (32, 6, 19, 230, 160, 2), 7: (28, 5, 10, 290, 200, 2), 8: (32, 6, 16, 320, 210, 2)}   # s185 (session 8), h188, h240, h271, h302 (session 9) moved to tuning
 
 
 @pytest.mark.parametrize("batch", sorted(BATCH_SHAPE))
