@@ -715,6 +715,7 @@ def test_round10_family_of_a_description():
     ("some python stuff on my steam deck needs more than 4GB of shared memory (UMA frame buffer)",
      "apu-vram-carveout-too-small"),
     ("There is no CUDA GPU installed on the machine (it is a VirtualBox virtual machine)", "no-gpu-present"),
+    ("训练的时候只使用CPU，GPU一直空闲", "torch-cpu-only-wheel"),       # 使用 for 用: the same fallback phrase
 ])
 def test_round10_words_rank_first(text, expected):
     assert match_symptoms(text)[0]["id"] == expected, match_symptoms(text)[:3]
