@@ -16,7 +16,7 @@ scores by hand: the vocabulary only *normalises* words before BM25 sees them -
   ``invaliddevfn``, not any "device"), so that they weigh as what they name; the other inflections of a one-word
   variant too ("segfaults" as "segfault", "updating" as "update"), by their Snowball stem;
 * misspelt words and apostrophe-less contractions read as the word first (the vocabulary's ``spellings:``:
-  "avaliable", "nvdia", "doesnt"), typographic quotes as ASCII ones;
+  "avaliable", "nvdia", "doesnt", and an input method's homophone "现存不足"), typographic quotes as ASCII ones;
 * a brand glued to its model number split off ("AMD780M", "RX6600", "RTX4090");
 * English words stemmed (Snowball, the ``snowballstemmer`` library) after British spellings are read as American ones
   (initialise, recognised), a few stop words dropped (with the clitic halves of doesn't, isn't), bare numbers dropped
@@ -33,6 +33,9 @@ the GPU vendor by its cards, a framework or app, the operating system, a contain
 OS), the entries about the alternatives: "tensorflow-rocm does not see my GPU" is not a PyTorch problem, "my RTX
 3090" not a ROCm one (:data:`NAMED_BOOST`, :data:`NAMED_PENALTY`, :class:`NamedKind`).  And a word can read
 differently next to another (``in_context:``: "shared memory" of an APU is the RAM it borrows, not /dev/shm).
+A second prior, the family: the entries a vocabulary group names (its neighbours too) when one of its phrases occurs in
+the description are the family the description is about, and score higher (:data:`FAMILY_BOOST`) - an
+out-of-memory description's first three stay among the out-of-memory entries.
 
 A guess needs at least one informative word: a description that only names a tool ("ollama"), only says that
 something is wrong ("报错") or only uses words every GPU problem shares ("模型", "GPU") suggests nothing; a tool
@@ -87,6 +90,16 @@ NAMED_PENALTY = 0.7
 # (round 5). Reciprocal-rank fusion of per-field BM25 rankings - title and symptoms, firing logs, vocabulary phrases,
 # with and without the whole document, k = 10 or 60 - ranked lower on the tuning descriptions and much lower on the
 # prose of the tuning logs (top-1 0.68 -> 0.52..0.59), so one document per entry stays.)
+# The family a description is about: a vocabulary group's phrase in the text names its entries - the ones it describes
+# and, at lower weights, the neighbours it records ("显存不足": hip-out-of-memory 0.8, model-too-large-for-vram 0.4) - and
+# those of weight FAMILY_MIN_WEIGHT or more get their BM25 score multiplied by FAMILY_BOOST (once, however many groups
+# name them; topic and weak groups name no family).  It keeps an out-of-memory description's top three inside the
+# out-of-memory family instead of a stray entry that shares one word.  Measured on the tuning and retired descriptions
+# (round 10): boost 1.5 / weight 0.2 ranks 3 more first-three on the tuning set and 1 more first cause and first-three on
+# the retired one than no boost; 1.2-1.8 are within a case of it; the neighbours below 0.2 (host RAM next to "out of
+# memory") cost cases; a boost growing with the weight (1 + 0.5..2 x w) lost 1-5 first causes.
+FAMILY_BOOST = 1.5
+FAMILY_MIN_WEIGHT = 0.2
 BM25_K1 = 10.0
 BM25_B = 0.75
 
@@ -254,9 +267,14 @@ class Lexicon:
             ns.Compile()
             self._named_set = ns
         if self.spellings:
-            # one RE2 pass of literal alternatives between ASCII word boundaries: linear in the text
-            self._spell = re2.compile(r"\b(?:" + "|".join(
-                re.escape(w) for w in sorted(self.spellings, key=len, reverse=True)) + r")\b")
+            # one RE2 pass of literal alternatives, ASCII words between ASCII word boundaries, Chinese compounds
+            # anywhere (no word boundary between two Han characters): linear in the text
+            def alt(ws: list[str]) -> str:
+                return "|".join(re.escape(w) for w in sorted(ws, key=len, reverse=True))
+            ascii_ws = [w for w in self.spellings if w.isascii()]
+            han_ws = [w for w in self.spellings if not w.isascii()]
+            pats = ([r"\b(?:" + alt(ascii_ws) + r")\b"] if ascii_ws else []) + (["(?:" + alt(han_ws) + ")"] if han_ws else [])
+            self._spell = re2.compile("|".join(pats))
         return self
 
     def respell(self, folded: str) -> str:
@@ -265,6 +283,15 @@ class Lexicon:
         if sp is None or not folded:
             return folded
         return sp.sub(lambda m: self.spellings[m.group(0)], folded)
+
+    def groups_in(self, folded: str) -> frozenset[str]:
+        """The groups (Phrase.group) that have a phrase all of whose parts occur in *folded* text (see :func:`_fold`)."""
+        if self._set is None or not folded:
+            return frozenset()
+        hit = set(self._set.Match(folded) or ())
+        if not hit:
+            return frozenset()
+        return frozenset(ph.group for ph in self.phrases if all(i in hit for i in ph.parts))
 
     def names_in(self, folded: str) -> frozenset[str]:
         """The named items (:class:`NamedItem` names) whose words occur in *folded* text (see :func:`_fold`)."""
@@ -376,16 +403,23 @@ def build_lexicon(data: dict[str, Any]) -> Lexicon:
                    spellings=_spellings(data.get("spellings") or {})).compile()
 
 
+_HAN_WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]{2,}")
+
+
 def _spellings(data: Any) -> dict[str, str]:
     """The ``spellings:`` section: ``{misspelt word: word}``, both lowercase ASCII (a contraction may keep its
-    apostrophe: ``doesnt: doesn't``)."""
+    apostrophe: ``doesnt: doesn't``), or both Chinese compounds of two or more characters (an input method's
+    homophone: ``现存不足: 显存不足``)."""
     if not isinstance(data, dict):
         raise ValueError("symptom lexicon: 'spellings' must map misspelt words to words")
     out = {}
     for k, v in data.items():
         k, v = str(k), str(v)
-        if not re.fullmatch(r"[a-z][a-z0-9]*", k) or not re.fullmatch(r"[a-z][a-z0-9' ]*", v) or k == v:
-            raise ValueError(f"symptom lexicon: spelling {k!r} -> {v!r}: lowercase ASCII words, different")
+        ascii_ok = re.fullmatch(r"[a-z][a-z0-9]*", k) and re.fullmatch(r"[a-z][a-z0-9' ]*", v)
+        han_ok = _HAN_WORD.fullmatch(k) and _HAN_WORD.fullmatch(v)
+        if not (ascii_ok or han_ok) or k == v:
+            raise ValueError(f"symptom lexicon: spelling {k!r} -> {v!r}: lowercase ASCII words or Chinese compounds, "
+                             "different")
         out[k] = v
     return out
 
@@ -567,8 +601,10 @@ class Tokenizer:
                 out.append((self.stem_token.get(st, st), w))
                 if 0 < w.strip("_").count("_") <= 3:   # (a long snake_case run is a path or a build tag, not a name)
                     # an identifier (TensileLibrary_lazy_gfx1031, hipErrorNoBinaryForGpu_x): its parts count too
-                    out.extend((_STEM.stemWord(p), p) for p in w.split("_")
-                               if len(p) > 1 and not p.isdigit() and p not in _STOP)
+                    for p in w.split("_"):
+                        if len(p) > 1 and not p.isdigit() and p not in _STOP:
+                            sp = _stem(p)
+                            out.append((self.stem_token.get(sp, sp), p))
         if self.in_context and syn:
             have = {tk for tk, _ in out}
             for when, token, variants in self.in_context:
@@ -594,6 +630,9 @@ class Retriever:
     symptom_pairs: frozenset[str] = frozenset()   # Chinese pairs of the symptom vocabulary's own phrases
     lexicon: Lexicon | None = None
     about: dict[str, frozenset[int]] = field(default_factory=dict)   # named item -> the entries about it
+
+    def __post_init__(self) -> None:
+        self._index = {eid: i for i, eid in enumerate(self.ids)}
 
     def named_factors(self, text: str) -> dict[int, float]:
         """Entry index -> score factor from what *text* names (see :class:`NamedKind`); empty if it names nothing."""
@@ -621,6 +660,18 @@ class Retriever:
                 for i in set().union(*(self.about.get(n, frozenset()) for n in names)) - ok:
                     out[i] = out.get(i, 1.0) * NAMED_PENALTY
         return out
+
+    def family_of(self, text: str) -> frozenset[int]:
+        """Entry indices of the family a description is about (see :data:`FAMILY_BOOST`): the entries that a vocabulary
+        group whose phrase occurs in *text* names at FAMILY_MIN_WEIGHT or more; topic and weak groups name none."""
+        lex = self.lexicon
+        if lex is None:
+            return frozenset()
+        out = set()
+        for g in lex.groups_in(lex.respell(_fold(text))):
+            if g not in lex.topics and g not in lex.weak:
+                out.update(self._index[e] for e, w in lex.weights[g].items() if w >= FAMILY_MIN_WEIGHT and e in self._index)
+        return frozenset(out)
 
     def _informative(self, t: str) -> bool:
         """A word that can suggest a cause on its own: not generic, not a tool name or trouble word, not a number,
@@ -652,6 +703,8 @@ class Retriever:
         scores = self.bm25.get_scores(query)
         for i, f in self.named_factors(text).items():
             scores[i] *= f
+        for i in self.family_of(text):
+            scores[i] *= FAMILY_BOOST
         order = sorted(range(len(self.ids)), key=lambda i: (-scores[i], self.ids[i]))
         best = float(scores[order[0]]) if order else 0.0
         if best <= 0:

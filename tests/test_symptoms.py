@@ -681,3 +681,51 @@ def test_a_measurement_users_report_too_is_guessed():
     for text in ("用GPU反而更慢，GPU比CPU还慢", "generation on the GPU is slower than on the CPU",
                  "switched to the CPU and the CPU is faster than the GPU"):
         assert match_symptoms(text)[0]["id"] == "gpu-generation-slower-than-cpu", match_symptoms(text)[:3]
+
+
+def test_round10_chinese_homophone_spellings():
+    """A pinyin input method's 现存 for 显存, in the compounds where 现存 cannot mean 'existing', reads as 显存;
+    现存 elsewhere stays itself; a Chinese spelling must map a compound to a compound."""
+    lex = symptoms.load_lexicon()
+    assert lex.respell("启动的时候还是报错现存不足") == "启动的时候还是报错显存不足"
+    assert lex.respell("现存的版本没有这个问题") == "现存的版本没有这个问题"
+    assert lex.respell("cuda is not avaliable") == "cuda is not available"      # ASCII words as before
+    with pytest.raises(ValueError):
+        symptoms.build_lexicon({"groups": [{"name": "g", "en": ["x"], "ids": {"a": 0.5}}], "spellings": {"现存": "vram"}})
+    assert match_symptoms("量化部署无效，4090 24G显存，启动的时候还是报错现存不足")[0]["id"] in (
+        "hip-out-of-memory", "model-too-large-for-vram")
+
+
+def test_round10_family_of_a_description():
+    """A group's phrase in the text names its family (its entries at weight 0.2 or more, neighbours too); topic and
+    weak groups name none; a text without a phrase has no family."""
+    r = symptoms.retriever_for()
+    fam = lambda text: {r.ids[i] for i in r.family_of(text)}
+    oom = fam("显存不足")
+    assert {"hip-out-of-memory", "model-too-large-for-vram"} <= oom and "host-ram-oom-killed" not in oom
+    assert fam("ollama") == set() and fam("the weather is nice today") == set()
+    assert symptoms.load_lexicon().groups_in("") == frozenset()
+
+
+@pytest.mark.parametrize("text,expected", [
+    # the display going black is the GPU hanging; a black picture is the half-precision overflow
+    ("Monitor goes black & PC hardware goes into overdrive after generating 2+ images in a row", "gpu-hang-reset"),
+    ("跑着跑着显示器黑屏了，只能强制重启", "gpu-hang-reset"),
+    # a handheld's GPU is its APU: its "shared memory" is the RAM it borrows
+    ("some python stuff on my steam deck needs more than 4GB of shared memory (UMA frame buffer)",
+     "apu-vram-carveout-too-small"),
+    ("There is no CUDA GPU installed on the machine (it is a VirtualBox virtual machine)", "no-gpu-present"),
+    ("训练的时候只使用CPU，GPU一直空闲", "torch-cpu-only-wheel"),       # 使用 for 用: the same fallback phrase
+])
+def test_round10_words_rank_first(text, expected):
+    assert match_symptoms(text)[0]["id"] == expected, match_symptoms(text)[:3]
+
+
+@pytest.mark.parametrize("text,not_first", [
+    ("the generated image is completely black", "gpu-hang-reset"),           # a black image, not a black screen
+    ("生成的图片全是黑色的", "gpu-hang-reset"),
+    ("DataLoader worker killed by bus error, /dev/shm is too small in docker", "apu-vram-carveout-too-small"),
+])
+def test_round10_words_stay_silent(text, not_first):
+    got = match_symptoms(text)
+    assert not got or got[0]["id"] != not_first, got[:3]
