@@ -633,11 +633,13 @@ def test_named_software_vendor_and_system_weigh():
 
 @pytest.mark.parametrize("text,expected", [
     ("Currently tensorflow-rocm does not see my GPU, even though rocminfo lists the card", "tensorflow-rocm-ignoring-gpu"),
+    # an iGPU on ollama: unsupported target (older ollama) or 0.30's integrated-GPU filter, both ollama's entries
     ("ollama runs on the CPU on my laptop with a Radeon 780M, it does not support it yet",
-     "ollama-amd-gpu-unsupported-cpu-fallback"),
+     ("ollama-amd-gpu-unsupported-cpu-fallback", "ollama-integrated-gpu-dropped")),
 ])
 def test_named_software_ranks_its_entries_first(text, expected):
-    assert match_symptoms(text)[0]["id"] == expected, match_symptoms(text)[:3]
+    assert match_symptoms(text)[0]["id"] in ((expected,) if isinstance(expected, str) else expected), \
+        match_symptoms(text)[:3]
 
 
 def test_round7_normalisations():
