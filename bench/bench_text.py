@@ -22,7 +22,8 @@ Paths:  redact (the one redaction engine: every save, import, export and share p
         import-clash (Store.import_bundle_ex of a small bundle carrying the id of the stored session: the duplicate
         check meets the long stored report), refresh (Store.refresh_fleet: one session's fleet rows derived again
         from its stored report), refresh-all (stats.refresh: every session's), stats (`sessions stats` and
-        `sessions unexplained`: stats.overview and stats.unexplained over the store holding that session).
+        `sessions unexplained`: stats.overview and stats.unexplained over the store holding that session),
+        rediagnose (`sessions rediagnose ID`: sessions.rediagnose_session, today's KB over the stored session).
         --bundle-limit MB raises the 20 MB import limit in the child, to measure import paths beyond it.
 Inputs: log (ordinary log lines), digits (lines of digits), cjk (pasted Chinese prose with full-width letters),
         hostile (`Authorization:` + spaces, unclosed quoted secrets, token-shaped runs, escape sequences).
@@ -44,9 +45,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PATHS = ("redact", "fold", "normalise", "prefixes", "match", "terminal", "save", "export", "bundle", "bundle-full",
          "download", "markdown", "html", "import", "export-full", "import-same", "import-clash", "refresh",
-         "refresh-all", "stats")
+         "refresh-all", "stats", "rediagnose")
 STORE_PATHS = ("save", "export", "bundle", "bundle-full", "download", "markdown", "html", "export-full", "import-same",
-               "import-clash", "refresh", "refresh-all", "stats")
+               "import-clash", "refresh", "refresh-all", "stats", "rediagnose")
 KINDS = ("log", "digits", "cjk", "hostile")
 
 LINES = {
@@ -120,7 +121,8 @@ def child(path: str, kind: str, mb: int) -> dict:
           "import-same": lambda data: store.import_bundle_ex(data),
           "import-clash": lambda data: store.import_bundle_ex(data),
           "refresh": lambda sid: store.refresh_fleet(sid), "refresh-all": lambda sid: fleet.refresh(store),
-          "stats": lambda sid: (fleet.overview(store), fleet.unexplained(store))}[path]
+          "stats": lambda sid: (fleet.overview(store), fleet.unexplained(store)),
+          "rediagnose": lambda sid: _rediagnose(store, sid)}[path]
     gc.collect()
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # reset the peak-RSS mark to the current RSS
@@ -168,6 +170,12 @@ def _download(store: object) -> object:
         return storage.get_file(fid + ".json")
 
     return click
+
+
+def _rediagnose(store: object, sid: str) -> object:
+    from diagnostics.sessions import rediagnose_session
+
+    return rediagnose_session(store, sid)  # type: ignore[arg-type]
 
 
 def _export_to_file(store: object, sid: str, out: str, reports: bool = False) -> int:
