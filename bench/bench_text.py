@@ -16,7 +16,15 @@ Paths:  redact (the one redaction engine: every save, import, export and share p
         markdown / html (Store.export_markdown / export_html),
         fold (symptoms.normalize: NFKC + casefold of pasted prose), match (service.diagnose_text: the whole
         `match --log` / UI paste path: dump detection, the KB matcher, the symptom lexicon), terminal (the
-        CLI's output sanitiser), import (parse_bundle of a bundle holding the text; bundles stop at 20 MB).
+        CLI's output sanitiser), import (parse_bundle of a bundle holding the text; bundles stop at 20 MB),
+        export-full (`sessions export --with-reports` to a file: Store.write_bundle with reports=True),
+        import-same (Store.import_bundle_ex of the stored session's own bundle: the duplicate check finds it),
+        import-clash (Store.import_bundle_ex of a small bundle carrying the id of the stored session: the duplicate
+        check meets the long stored report), refresh (Store.refresh_fleet: one session's fleet rows derived again
+        from its stored report), refresh-all (stats.refresh: every session's), stats (`sessions stats` and
+        `sessions unexplained`: stats.overview and stats.unexplained over the store holding that session),
+        rediagnose (`sessions rediagnose ID`: sessions.rediagnose_session, today's KB over the stored session).
+        --bundle-limit MB raises the 20 MB import limit in the child, to measure import paths beyond it.
 Inputs: log (ordinary log lines), digits (lines of digits), cjk (pasted Chinese prose with full-width letters),
         hostile (`Authorization:` + spaces, unclosed quoted secrets, token-shaped runs, escape sequences).
 
@@ -36,8 +44,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PATHS = ("redact", "fold", "normalise", "prefixes", "match", "terminal", "save", "export", "bundle", "bundle-full",
-         "download", "markdown", "html", "import")
-STORE_PATHS = ("save", "export", "bundle", "bundle-full", "download", "markdown", "html")
+         "download", "markdown", "html", "import", "export-full", "import-same", "import-clash", "refresh",
+         "refresh-all", "stats", "rediagnose")
+STORE_PATHS = ("save", "export", "bundle", "bundle-full", "download", "markdown", "html", "export-full", "import-same",
+               "import-clash", "refresh", "refresh-all", "stats", "rediagnose")
 KINDS = ("log", "digits", "cjk", "hostile")
 
 LINES = {
@@ -56,11 +66,15 @@ def child(path: str, kind: str, mb: int) -> dict:
     sys.path.insert(0, str(ROOT))
     from diagnostics import service
     from diagnostics.redact import redact_text
-    from diagnostics.store.bundle import MAX_BUNDLE_BYTES, build_bundle, parse_bundle
+    from diagnostics.store import bundle as bundle_mod
+    from diagnostics.store.bundle import build_bundle, parse_bundle
     from diagnostics.symptoms import load_lexicon, normalize
     from diagnostics.termsafe import clean
     from diagnostics.textnorm import clean_log, strip_prefixes
 
+    if os.environ.get("BENCH_TEXT_BUNDLE_LIMIT"):  # --bundle-limit: import measured beyond the 20 MB limit
+        bundle_mod.MAX_BUNDLE_BYTES = int(os.environ["BENCH_TEXT_BUNDLE_LIMIT"]) * 2**20
+    MAX_BUNDLE_BYTES = bundle_mod.MAX_BUNDLE_BYTES
     service.get_kb()
     load_lexicon()
     line = LINES[kind]
@@ -87,6 +101,14 @@ def child(path: str, kind: str, mb: int) -> dict:
         else:
             arg = store.save(report)
             del report
+        if path == "import-same":  # the bundle of the stored session, imported again: found as a duplicate
+            arg = store.export_bundle(str(arg))
+            if len(arg) > MAX_BUNDLE_BYTES:  # type: ignore[arg-type]
+                return {"skipped": f"bundles stop at {MAX_BUNDLE_BYTES // 2**20} MB"}
+        elif path == "import-clash":  # a small, different session under the stored session's id
+            arg = build_bundle({"session_id": arg, "host": "other", "logs": [{"name": "x", "text": "small"}]})
+    from diagnostics.store import stats as fleet
+
     fn = {"redact": redact_text, "fold": normalize, "terminal": clean, "import": parse_bundle,
           "normalise": clean_log, "prefixes": strip_prefixes,
           "save": lambda r: store.save(r), "bundle": lambda sid: store.export_bundle(sid),
@@ -94,7 +116,13 @@ def child(path: str, kind: str, mb: int) -> dict:
           "export": lambda sid: _export_to_file(store, sid, f"{tmp}/out.json"),
           "download": _download(store) if path == "download" else None,
           "markdown": lambda sid: store.export_markdown(sid), "html": lambda sid: store.export_html(sid),
-          "match": lambda t: service.diagnose_text(logs=[("pasted", t)])}[path]
+          "match": lambda t: service.diagnose_text(logs=[("pasted", t)]),
+          "export-full": lambda sid: _export_to_file(store, sid, f"{tmp}/out.json", reports=True),
+          "import-same": lambda data: store.import_bundle_ex(data),
+          "import-clash": lambda data: store.import_bundle_ex(data),
+          "refresh": lambda sid: store.refresh_fleet(sid), "refresh-all": lambda sid: fleet.refresh(store),
+          "stats": lambda sid: (fleet.overview(store), fleet.unexplained(store)),
+          "rediagnose": lambda sid: _rediagnose(store, sid)}[path]
     gc.collect()
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # reset the peak-RSS mark to the current RSS
@@ -112,7 +140,8 @@ def child(path: str, kind: str, mb: int) -> dict:
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = rss("VmHWM:")
     del out
-    n = len(arg) if isinstance(arg, bytes) else len(text.encode())  # the input of import is the bundle file
+    # the input of import is the bundle file (of import-clash: the stored session it meets)
+    n = len(arg) if isinstance(arg, bytes) and path != "import-clash" else len(text.encode())
     if path in STORE_PATHS:
         import shutil
 
@@ -143,9 +172,15 @@ def _download(store: object) -> object:
     return click
 
 
-def _export_to_file(store: object, sid: str, out: str) -> int:
+def _rediagnose(store: object, sid: str) -> object:
+    from diagnostics.sessions import rediagnose_session
+
+    return rediagnose_session(store, sid)  # type: ignore[arg-type]
+
+
+def _export_to_file(store: object, sid: str, out: str, reports: bool = False) -> int:
     with open(out, "wb") as fp:
-        return store.write_bundle(sid, fp)  # type: ignore[attr-defined]
+        return store.write_bundle(sid, fp, reports=reports)  # type: ignore[attr-defined]
 
 
 def run_one(path: str, kind: str, mb: int, timeout: float) -> dict:
@@ -171,11 +206,15 @@ def main() -> int:
     ap.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite",
                     help="the database of the store paths (save, export, bundle, download, markdown, html): a SQLite "
                     "file per run, or a fresh database per run on a throw-away PostgreSQL server (tests/pgserver.py)")
+    ap.add_argument("--bundle-limit", type=int, metavar="MB", help="raise the import limit of bundles (20 MB) to "
+                    "this many MB in the children, to measure the import paths beyond it")
     ap.add_argument("--write", metavar="MD", help="replace the '## Text paths' section of this file")
     args = ap.parse_args()
     if args.child:
         print(json.dumps(child(args.child[0], args.child[1], int(args.child[2]))))
         return 0
+    if args.bundle_limit:
+        os.environ["BENCH_TEXT_BUNDLE_LIMIT"] = str(args.bundle_limit)
     server = None
     if args.db == "postgresql":
         sys.path.insert(0, str(ROOT))

@@ -169,26 +169,28 @@ def cmd_export(args: argparse.Namespace) -> int:
         from .issue_body import render_github_issue
 
         data = render_github_issue(store.get(args.id), mask_identity=args.mask_identity).encode("utf-8")
-    elif fmt in ("md", "html") and str(out) == "-":
-        data = (store.export_markdown if fmt == "md" else store.export_html)(
-            args.id, mask_identity=args.mask_identity).encode("utf-8")
-    elif str(out) != "-":  # written to the file as it is made: never held whole (a bundle --with-reports holds the log three times)
+    else:  # written as it is made, to the file or standard output: never held whole (a bundle --with-reports
+        # holds the log three times)
+        def write(fp: Any) -> int:
+            if fmt in ("md", "html"):
+                return store.write_report(args.id, fp, fmt, mask_identity=args.mask_identity)
+            return store.write_bundle(args.id, fp, mask_identity=args.mask_identity, reports=args.with_reports)
+
+        if str(out) == "-":
+            sys.stdout.flush()
+            write(sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+            return EXIT_OK
         tmp = out.with_name(out.name + ".part")
         try:
             with open(tmp, "wb") as fp:
-                if fmt in ("md", "html"):
-                    size = store.write_report(args.id, fp, fmt, mask_identity=args.mask_identity)
-                else:
-                    size = store.write_bundle(args.id, fp, mask_identity=args.mask_identity,
-                                              reports=args.with_reports)
+                size = write(fp)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
         tmp.replace(out)
         print(_t("exported", id=args.id, fmt=fmt, size=f"{size:,}", out=out), file=sys.stderr)
         return EXIT_OK
-    else:
-        data = store.export_bundle(args.id, mask_identity=args.mask_identity, reports=args.with_reports)
     if str(out) == "-":
         sys.stdout.buffer.write(data)
     else:

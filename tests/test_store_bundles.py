@@ -214,3 +214,29 @@ def test_rendered_reports_escape_untrusted_text() -> None:
     assert 'href="javascript' not in html.lower()
     assert '<a href="https://rocm.docs.amd.com/"' in html and "Content-Security-Policy" in html
     assert "hipErrorNoBinaryForGpu" in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_duplicate_check_and_fleet_refresh_of_a_long_report(db_url: str) -> None:  # noqa: F811
+    """A report over the store's 1 MiB threshold (blob handle / COPY on save, slices on PostgreSQL reads): import of
+    its own bundle is found by the stored checksum, a different session under its id gets a new id and leaves the
+    stored one as it was, and refresh_fleet (the locked, sliced read inside a write transaction) keeps its rows."""
+    from diagnostics.store import stats as fleet
+    from diagnostics.store.bundle import build_bundle
+
+    rep = sample_report()
+    rep["logs"] = [{"name": "big", "text": "RuntimeError: boom \\ \t x\n" * 60_000}]  # ~1.6 MB, escapes included
+    store = Store(db_url)
+    sid = store.save(rep)
+    stored = store.get_json(sid)
+    assert len(stored) > (1 << 20)
+    assert store.import_bundle_ex(store.export_bundle(sid)) == {"id": sid, "warnings": [], "existing": True}
+    other = build_bundle({**sample_report(), "session_id": sid, "host": "another-host"})
+    res = store.import_bundle_ex(other)
+    assert res["id"] != sid and not res["existing"] and any("already exists" in w for w in res["warnings"])
+    assert store.get_json(sid) == stored and store.get(res["id"])["host"] == "another-host"
+    before = fleet.stats(store, "cause")["rows"]
+    store.refresh_fleet(sid)
+    assert fleet.stats(store, "cause")["rows"] == before
+    assert fleet.refresh(store) == 2
+    assert fleet.stats(store, "cause")["rows"] == before and store.get_json(sid) == stored
+    store.close()

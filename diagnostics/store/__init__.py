@@ -142,13 +142,14 @@ class Store:
 
         return self._write(tx)
 
-    def _insert(self, conn: Any, sid: str, rep: dict[str, Any], *, imported: bool) -> None:
+    def _insert(self, conn: Any, sid: str, rep: dict[str, Any], *, imported: bool, digest: str | None = None) -> None:
+        """Insert session *sid* (*digest*: :func:`sha256_of` of *rep* when the caller has it already)."""
         now = utcnow()
         created = parse_time(rep.get("created_at")) or now
         conn.execute(insert(S).values(
             id=sid, created_at=created, host=str(rep.get("host") or "")[:255],
             source=str(rep.get("source") or "live")[:16], tool_version=str(rep.get("tool_version") or "")[:64],
-            kb_version=str(rep.get("kb_version") or "")[:64], report_sha256=sha256_of(rep),
+            kb_version=str(rep.get("kb_version") or "")[:64], report_sha256=digest or sha256_of(rep),
             saved_at=now, updated_at=now, status="new", imported=imported, **summarise(rep)))
         self._put_report(conn, sid, rep)
         self._insert_children(conn, sid, rep)
@@ -238,33 +239,50 @@ class Store:
         return row[0]
 
     def _get_json_pg(self, sid: str) -> str:
-        """PostgreSQL: the report JSON read in at most :data:`PG_PIECES` slices of at least :data:`BLOB_MIN`
-        characters (``substr``), all in one REPEATABLE READ transaction, so they are slices of one stored text.
+        """PostgreSQL: the report JSON read by :meth:`_pg_text` in one REPEATABLE READ transaction, so the slices
+        are slices of one stored text."""
+        with self.engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
+            with conn.begin():
+                return self._pg_text(conn, sid)
+
+    @staticmethod
+    def _pg_text(conn: Any, sid: str, *, lock: bool = False) -> str:
+        """PostgreSQL: the report JSON of *sid* read on *conn* in at most :data:`PG_PIECES` slices of at least
+        :data:`BLOB_MIN` characters (``substr``).  *lock* (inside a write transaction, READ COMMITTED): the row is
+        read ``FOR SHARE``, so no other transaction replaces it between the slices.
 
         Fetched whole, one long text is held three times in this process at once: in libpq's input buffer (which
         the pooled connection then keeps at that size), in the PGresult copied from it, and as the str psycopg
         decodes; a slice costs that for its own size only.  The number of slices is bounded, not their size: a
         compressed (TOAST) text is decompressed from its start up to the slice asked for, so slices of a fixed
         size would cost time quadratic in the text; at most PG_PIECES of them cost at most PG_PIECES passes."""
-        with self.engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
-            with conn.begin():
-                n = func.length(R.c.report_json)
-                row = conn.execute(select(n, case((n < BLOB_MIN, R.c.report_json), else_=None))
-                                   .where(R.c.session_id == sid)).first()
-                if row is None:
-                    raise SessionNotFound(sid)
-                size, whole = row
-                if whole is not None:
-                    return whole
-                step = max(BLOB_MIN, -(-size // PG_PIECES))
-                parts = [conn.execute(select(func.substr(R.c.report_json, start, step))
-                                      .where(R.c.session_id == sid)).scalar_one()
-                         for start in range(1, size + 1, step)]
+        n = func.length(R.c.report_json)
+        q = select(n, case((n < BLOB_MIN, R.c.report_json), else_=None)).where(R.c.session_id == sid)
+        row = conn.execute(q.with_for_update(read=True) if lock else q).first()
+        if row is None:
+            raise SessionNotFound(sid)
+        size, whole = row
+        if whole is not None:
+            return whole
+        step = max(BLOB_MIN, -(-size // PG_PIECES))
+        parts = [conn.execute(select(func.substr(R.c.report_json, start, step))
+                              .where(R.c.session_id == sid)).scalar_one()
+                 for start in range(1, size + 1, step)]
         text = "".join(parts)
         del parts
         if len(text) != size:
             raise StoreError(f"session {sid}: its report changed while it was read; try again")
         return text
+
+    def _load(self, conn: Any, sid: str) -> dict[str, Any]:
+        """The stored report of *sid*, read inside the caller's write transaction *conn* (on PostgreSQL in
+        bounded slices, the row locked against replacement meanwhile: :meth:`_pg_text`)."""
+        if self.dialect == "postgresql":
+            return json.loads(self._pg_text(conn, sid, lock=True))
+        text = conn.execute(select(R.c.report_json).where(R.c.session_id == sid)).scalar()
+        if text is None:
+            raise SessionNotFound(sid)
+        return json.loads(text)
 
     def get(self, sid: str) -> dict[str, Any]:
         """The stored (redacted) report of session *sid*."""
@@ -396,11 +414,17 @@ class Store:
         :meth:`export_markdown` / :meth:`export_html` return, never held whole); returns the bytes written."""
         session = redact_report(self.get(sid), mask_identity=mask_identity)
         n = 0
+        held = ""  # a CR that ends a write waits for the next: a terminal's sanitiser sees a CR LF whole
         for piece in (iter_markdown(session) if fmt == "md" else iter_html(session)):
             for i in range(0, len(piece), 1 << 20):
-                data = piece[i:i + (1 << 20)].encode("utf-8")
+                part = held + piece[i:i + (1 << 20)]
+                held = "\r" if part.endswith("\r") else ""
+                data = (part[:-1] if held else part).encode("utf-8")
                 fp.write(data)
                 n += len(data)
+        if held:
+            fp.write(b"\r")
+            n += 1
         return n
 
     def import_bundle(self, data: bytes) -> str:
@@ -414,14 +438,16 @@ class Store:
         ("existing": true); a different session carrying a taken id gets a new id (noted in warnings)."""
         session, warnings = parse_bundle(data)
         red = _redact_noting(session, False)
+        del session
         want = red.get("session_id")
+        digest = sha256_of(red) if _valid_uuid4(want) else None  # what is stored as report_sha256 under that id
 
         def tx(conn: Any) -> dict[str, Any]:
             sid = want if _valid_uuid4(want) else None
-            if sid is not None:
-                row = conn.execute(select(R.c.report_json).where(R.c.session_id == sid)).first()
-                if row is not None:
-                    if row[0] == dumps(red):
+            if sid is not None:  # the stored checksum decides: the stored report is never read (it may be long)
+                stored = conn.execute(select(S.c.report_sha256).where(S.c.id == sid)).first()
+                if stored is not None:
+                    if stored[0] == digest:
                         return {"id": sid, "warnings": warnings, "existing": True}
                     warnings.append(f"a different session with id {sid} already exists; imported under a new id")
                     sid = None
@@ -430,7 +456,7 @@ class Store:
             if sid is None:
                 sid = str(uuid.uuid4())
                 red["session_id"] = sid
-            self._insert(conn, sid, red, imported=True)
+            self._insert(conn, sid, red, imported=True, digest=digest if sid == want else None)
             return {"id": sid, "warnings": warnings, "existing": False}
 
         return self._write(tx)
@@ -470,11 +496,10 @@ class Store:
         """Derive session *sid*'s fleet rows again from its stored report (today's verdict rule)."""
 
         def tx(conn: Any) -> None:
-            row = conn.execute(select(S.c.created_at, S.c.host, R.c.report_json).join(R, R.c.session_id == S.c.id)
-                               .where(S.c.id == sid)).first()
+            row = conn.execute(select(S.c.created_at, S.c.host).where(S.c.id == sid)).first()
             if row is None:
                 raise SessionNotFound(sid)
-            fleet.write(conn, sid, row.created_at, row.host, json.loads(row.report_json))
+            fleet.write(conn, sid, row.created_at, row.host, self._load(conn, sid))
 
         self._write(tx)
 

@@ -32,7 +32,7 @@ from sqlalchemy import text as sql_text
 
 from .. import verdicts as _verdicts
 from . import search
-from .base import StoreError, _as_dt, _fts_phrase, _like_escape
+from .base import SessionNotFound, StoreError, _as_dt, _fts_phrase, _like_escape
 from .models import STATUSES, FacetRow, SessionRow, SignatureRow
 from .summary import parse_time
 
@@ -284,24 +284,25 @@ def write(conn: Any, sid: str, created: Any, host: str, report: dict[str, Any]) 
 
 def refresh(store: Any, batch: int = 500) -> int:
     """Derive the fleet rows of every session again from its stored report (after an upgrade changed the
-    verdict rule or the signature normaliser). Returns the number of sessions."""
-    import json
-
-    from .models import ReportRow
-
-    R = ReportRow.__table__
+    verdict rule or the signature normaliser). Returns the number of sessions.  One write transaction per
+    *batch* sessions, each report read inside it one at a time (``Store._load``: never a batch of reports at
+    once, and on PostgreSQL a long report in bounded slices)."""
     done, last = 0, ""
     while True:
         with store._read() as conn:
-            rows = conn.execute(select(S.c.id, S.c.created_at, S.c.host, R.c.report_json)
-                                .join(R, R.c.session_id == S.c.id).where(S.c.id > last)
+            rows = conn.execute(select(S.c.id, S.c.created_at, S.c.host).where(S.c.id > last)
                                 .order_by(S.c.id).limit(batch)).all()
         if not rows:
             return done
 
         def tx(conn: Any) -> None:
-            for sid, created, host, text in rows:
-                write(conn, sid, created, host, json.loads(text))
+            for sid, created, host in rows:
+                try:
+                    report = store._load(conn, sid)
+                except SessionNotFound:  # deleted since the batch was listed
+                    continue
+                write(conn, sid, created, host, report)
+                del report
 
         store._write(tx)
         done += len(rows)
