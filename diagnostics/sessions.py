@@ -9,7 +9,7 @@ this module (tests/test_layers.py holds it).
 """
 from __future__ import annotations
 
-import json
+import copy
 from typing import Any, Callable
 
 from . import service
@@ -84,7 +84,9 @@ def rediagnose_session(store: Store, sid: str, diagnose: Diagnose | None = None)
     "restamped", "appeared", "disappeared", "unchanged"}: "changed" when the findings or the verdict differ,
     "restamped" when only the KB version does (the row then records the KB it was checked against, no note)."""
     old = store.get(sid)
-    new = (diagnose or service.rediagnose)(json.loads(json.dumps(old)))
+    # a copy to diagnose (the stored report came from JSON: a deep copy keeps it as it is, without a second
+    # serialised text of it in memory; issue 16, 64 MB reports)
+    new = (diagnose or service.rediagnose)(copy.deepcopy(old))
     if not isinstance(new, dict):
         raise StoreError("the re-diagnosis returned no report")
     new = store.prepare(new)  # compared as it will be stored: redacted evidence equals redacted evidence
