@@ -630,9 +630,6 @@ class Retriever:
     symptom_pairs: frozenset[str] = frozenset()   # Chinese pairs of the symptom vocabulary's own phrases
     lexicon: Lexicon | None = None
     about: dict[str, frozenset[int]] = field(default_factory=dict)   # named item -> the entries about it
-    # the words an entry describes its failure with (titles, symptoms, phrases: not its test logs, whose paths and
-    # prose - "jenkins-root/workspace" - would otherwise "explain" the words a confirmed finding leaves to others)
-    told_tokens: list[frozenset[str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._index = {eid: i for i, eid in enumerate(self.ids)}
@@ -694,11 +691,10 @@ class Retriever:
         for tok, surf in self.tokenizer(text):
             if tok in self.vocab and tok not in surface:
                 surface[tok] = surf
-        explained: set[str] = set()
-        told = self.told_tokens or self.doc_tokens
+        explained = set()
         for eid in ignore:
-            if eid in self._index:
-                explained |= told[self._index[eid]]
+            if eid in self.ids:
+                explained |= self.doc_tokens[self.ids.index(eid)]
         query = [t for t in surface if t not in explained]
         informative = [t for t in query if self._informative(t)]
         topical = any(t in self.topic_tokens for t in query) and any(t in self.weak_tokens for t in query)
@@ -758,7 +754,7 @@ def build_retriever(entries: Iterable[Any], lex: Lexicon) -> Retriever | None:
             # a phrase describes the entries it names first (its strongest, and any named strongly), not neighbours
             if w >= PRIMARY_WEIGHT or w == top:
                 phrases.setdefault(eid, []).append(ph.text.replace(" … ", " "))
-    ids, docs, keys, told = [], [], [], []
+    ids, docs, keys = [], [], []
     for e in entries:
         if e.benign or e.id in lex.excluded:
             continue
@@ -766,9 +762,6 @@ def build_retriever(entries: Iterable[Any], lex: Lexicon) -> Retriever | None:
         if words:
             ids.append(e.id)
             docs.append(words)
-            logs = {t.logs for t in getattr(e, "tests", []) if t.expect == "fire" and t.logs}
-            told.append(frozenset(t for t, _ in tok("\n".join([p for p in _entry_text(e) if p not in logs]
-                                                                + phrases.get(e.id, [])))))
             # what the entry is about: its tags (also as "tag:x", for a key that only a tag may give), the words
             # of its id, its vendor variants
             tags = {str(t).lower() for t in getattr(e, "tags", None) or []}
@@ -787,7 +780,7 @@ def build_retriever(entries: Iterable[Any], lex: Lexicon) -> Retriever | None:
     vocab = frozenset(t for d in docs for t in d)
     about = {it.name: frozenset(i for i, k in enumerate(keys) if k & it.keys) for kd in lex.named for it in kd.items}
     return Retriever(ids, BM25Okapi(docs, k1=BM25_K1, b=BM25_B), tok, vocab, frozenset(topic_tokens), frozenset(weak_tokens),
-                     [frozenset(d) for d in docs], frozenset(pairs), lex, about, told)
+                     [frozenset(d) for d in docs], frozenset(pairs), lex, about)
 
 
 _retr_lock = threading.Lock()
@@ -863,8 +856,6 @@ _TOOL_LINE = re.compile(
     r"|\s*[\w .()/-]{1,40}:\s{2,}\S"                     # aligned 'Key:   value' tables
     r"|\s*[\w .()/-]{1,40}[:?=]\s*(?:True|False|None|\d[\w.+-]*|'[^']*')\s*$"   # a check script's 'Key: False'
     r"|.*\b0x[0-9a-fA-F]{4,}"                            # addresses
-    r"|.*[\w-]\.(?:cc|cpp|cxx|c|h|hpp|cu|hip|py|rs|go)[:(]\d"   # a source file and line (rocminfo.cc:1142)
-    r"|.*\b[A-Z][A-Z0-9]+_[A-Z0-9]+_[A-Z0-9_]*[A-Z0-9]:"      # a status constant and its message (HSA_STATUS_ERROR_X: ...)
     r")")
 
 

@@ -445,7 +445,19 @@ def test_reporters_words_are_guesses_not_findings(eid, text):
 
     res = diagnose_text(logs=[("paste", text)])
     assert eid not in [d["id"] for d in res["diagnoses"]]
+    if eid in EXPLAINED_BY_A_SYMPTOM:
+        # the log itself confirms a symptom entry whose checks, in order, start with this cause; its words are then
+        # explained and no guess is added (session 9: an experiment that un-explained them lowered the held-out guesses)
+        symptom = EXPLAINED_BY_A_SYMPTOM[eid]
+        assert [d["id"] for d in res["diagnoses"]][:1] == [symptom]
+        assert eid in str(res["diagnoses"][0].get("cause", "")) or "render" in str(res["diagnoses"][0].get("cause", ""))
+        return
     assert eid in [d["id"] for d in res["possible"][:3]], [d["id"] for d in res["possible"]]
+
+
+# rocminfo's OUT_OF_RESOURCES as a non-root user is confirmed as hip-runtime-sees-no-gpu since session 9 (its older
+# rocminfo wordings), whose cause lists the missing render group first
+EXPLAINED_BY_A_SYMPTOM = {"user-not-in-render-video-group": "hip-runtime-sees-no-gpu"}
 
 
 def test_a_shell_variable_being_set_is_a_command_not_a_description():
