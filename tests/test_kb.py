@@ -340,10 +340,33 @@ def test_kb_list_oldest_first(tmp_path):
                                                                  ["a-new", "2026-11-01"]]
 
 
+@pytest.mark.parametrize("step", [
+    "If `findmnt /dev` shows `noexec`: `sudo mount -o remount,exec /dev`.",
+    "Upgrade it: `pip install -U vllm`.",
+    "In a new venv run `uv pip install vllm` and retry.",
+])
+def test_devtmpfs_exec_and_pypi_vllm_need_a_caveat(tmp_path, step):
+    p = _entry_file(tmp_path, f"1. A safe first step.\n2. {step}\n")
+    errs = [f for f in _lint_dir(p.parent) if f.level == "error"]
+    assert len(errs) == 1 and "no caveat" in errs[0].message, errs
+
+
+def test_vllm_rule_spares_the_rocm_index_noexec_and_the_nvidia_variant(tmp_path):
+    p = _entry_file(tmp_path, "1. `sudo mount -o remount,noexec /dev`\n"
+                              "2. `uv pip install -U vllm --extra-index-url https://wheels.vllm.ai/rocm/`\n"
+                              "3. `pip install vllm-flash-attn`\n",
+                    "variants:\n  nvidia:\n    fix: |\n      1. Safe.\n      2. `pip install -U vllm`\n")
+    assert [f for f in _lint_dir(p.parent) if f.level == "error"] == []
+    # the same plain install in the AMD variant is an error
+    p.write_text(p.read_text().replace("variants:\n  nvidia:", "variants:\n  amd:"))
+    errs = [f for f in _lint_dir(p.parent) if f.level == "error"]
+    assert len(errs) == 1 and "vllm-pypi-on-rocm" in errs[0].message and "variants.amd.fix" in errs[0].message
+
+
 def test_shipped_rules_compile_and_each_matches_its_own_example():
     rules = {r.id: r for r in kb_lint.load_rules()}
     assert {"iommu-off", "secure-boot-off", "seccomp-unconfined", "privileged-container", "world-writable-device",
-            "recursive-delete", "force-reinstall", "replace-torch"} <= set(rules)
+            "recursive-delete", "force-reinstall", "replace-torch", "devtmpfs-exec", "vllm-pypi-on-rocm"} <= set(rules)
 
 
 def test_shipped_kb_has_no_dangerous_step_without_caveat():
