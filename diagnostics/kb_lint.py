@@ -5,7 +5,9 @@ security or isolation, delete user data or replace the installed torch.  A fix i
 steps (``1. ...``; text before the first number is a step of its own); a step that matches a rule must carry
 a caveat line, one that starts (after indentation and an optional ``> ``) with ``**Caution:**``.  Missing in the
 English fix (or a vendor variant's fix) it is an error; missing in a translation it is a warning.  A dangerous
-first step of a fix with several steps is a warning: the safer alternative goes first.
+first step of a fix with several steps is a warning: the safer alternative goes first.  A rule may name the
+``vendors`` whose machines it concerns (a PyPI vLLM is the CUDA build, dangerous only on AMD): it is then checked in
+the base fix, its translations and those vendors' variant fixes, not in another vendor's variant.
 
 Dates.  ``checked: {date, versions}`` records when the fix was last checked against sources and against which
 versions.  Lint warns when the date is older than :data:`MAX_AGE_DAYS`, lies in the future, or when a version
@@ -74,6 +76,7 @@ class Rule:
     pattern: Any
     unless: Any
     why: str
+    vendors: tuple[str, ...] = ()
 
 
 @dataclass
@@ -97,7 +100,8 @@ def load_rules(path: str | None = None) -> tuple[Rule, ...]:
     out = []
     for r in data["rules"]:
         out.append(Rule(r["id"], compile_pattern(r["pattern"]),
-                        compile_pattern(r["unless"]) if r.get("unless") else None, r["why"]))
+                        compile_pattern(r["unless"]) if r.get("unless") else None, r["why"],
+                        tuple(r.get("vendors") or ())))
     return tuple(out)
 
 
@@ -170,20 +174,21 @@ def _pos(entry: Any, key: str, step_line: int, step: str, offset: int) -> tuple[
 
 def caveat_findings(entry: Any, rules: Iterable[Rule] | None = None) -> list[Finding]:
     rules = tuple(rules if rules is not None else load_rules())
-    texts: list[tuple[str, str, bool]] = [("fix", entry.fix, True)]
+    texts: list[tuple[str, str, bool, str]] = [("fix", entry.fix, True, "")]
     for vendor, var in sorted((getattr(entry, "variants", None) or {}).items()):
         if isinstance(var, dict) and var.get("fix"):
-            texts.append((f"variants.{vendor}.fix", var["fix"], True))
+            texts.append((f"variants.{vendor}.fix", var["fix"], True, vendor))
     for lang, tr in sorted((getattr(entry, "translations", None) or {}).items()):
         if isinstance(tr, dict) and isinstance(tr.get("fix"), str):
-            texts.append((f"translations.{lang}.fix", tr["fix"], False))
+            texts.append((f"translations.{lang}.fix", tr["fix"], False, ""))
     out: list[Finding] = []
-    for key, text, english in texts:
+    for key, text, english, vendor in texts:
         steps = split_steps(text)
         numbered = [s for s in steps if STEP_RE.match(s[1])]
         out.extend(_repeated_caveats(entry, key, steps, english))
+        here = [r for r in rules if not (vendor and r.vendors and vendor not in r.vendors)]
         for idx, (ln, step) in enumerate(steps):
-            hits = dangerous_matches(step, rules)
+            hits = dangerous_matches(step, here)
             if not hits:
                 continue
             marker = CAVEAT_RE_EN if english else CAVEAT_RE

@@ -201,6 +201,8 @@ def _lint_dir(d: Path, today=datetime.date(2026, 12, 1), current=None):
     "`pip uninstall -y torch`",
     "`pip install torch torchvision --index-url https://download.pytorch.org/whl/rocm7.1`",
     "Install the wheel: {torch_install}",
+    "If `findmnt /dev` shows `noexec`: `sudo mount -o remount,exec /dev`.",
+    "Upgrade it: `pip install -U vllm`.",
 ])
 def test_dangerous_step_without_caveat_fails_lint_with_position(tmp_path, step):
     p = _entry_file(tmp_path, f"1. A safe first step.\n2. {step}\n")
@@ -340,10 +342,22 @@ def test_kb_list_oldest_first(tmp_path):
                                                                  ["a-new", "2026-11-01"]]
 
 
+def test_vllm_rule_spares_the_rocm_index_noexec_and_the_nvidia_variant(tmp_path):
+    p = _entry_file(tmp_path, "1. `sudo mount -o remount,noexec /dev`\n"
+                              "2. `uv pip install -U vllm --extra-index-url https://wheels.vllm.ai/rocm/`\n"
+                              "3. `pip install vllm-flash-attn`\n",
+                    "variants:\n  nvidia:\n    fix: |\n      1. Safe.\n      2. `pip install -U vllm`\n")
+    assert [f for f in _lint_dir(p.parent) if f.level == "error"] == []
+    # the same plain install in the AMD variant is an error
+    p.write_text(p.read_text().replace("variants:\n  nvidia:", "variants:\n  amd:"))
+    errs = [f for f in _lint_dir(p.parent) if f.level == "error"]
+    assert len(errs) == 1 and "vllm-pypi-on-rocm" in errs[0].message and "variants.amd.fix" in errs[0].message
+
+
 def test_shipped_rules_compile_and_each_matches_its_own_example():
     rules = {r.id: r for r in kb_lint.load_rules()}
     assert {"iommu-off", "secure-boot-off", "seccomp-unconfined", "privileged-container", "world-writable-device",
-            "recursive-delete", "force-reinstall", "replace-torch"} <= set(rules)
+            "recursive-delete", "force-reinstall", "replace-torch", "devtmpfs-exec", "vllm-pypi-on-rocm"} <= set(rules)
 
 
 def test_shipped_kb_has_no_dangerous_step_without_caveat():
