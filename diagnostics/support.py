@@ -805,6 +805,15 @@ _ZH_NEWER = ("（比你已安装的 torch {v} 旧：这是本工具已确认 GPU
              + "` 已列出 `{tgt}`，请保留现有 torch）")
 
 
+def _in_code(text: str, pos: int) -> bool:
+    """Whether *pos* of *text* lies in a code span or block: an odd number of backticks before it on its line, or a
+    line inside a ``` fence."""
+    start = text.rfind("\n", 0, pos) + 1
+    line_before = text[start:pos]
+    fences = sum(1 for ln in text[:start].split("\n") if ln.lstrip().startswith("```"))
+    return fences % 2 == 1 or line_before.replace("```", "").count("`") % 2 == 1
+
+
 def fill(text: str, values: dict[str, str | None], lang: str = "en") -> str:
     """*text* with every known placeholder replaced: by its value, or by generic wording when unknown."""
     if not text or "{" not in text:
@@ -816,6 +825,15 @@ def fill(text: str, values: dict[str, str | None], lang: str = "en") -> str:
         if name not in PLACEHOLDERS:
             return mo.group(0)
         v = values.get(name)
+        if _in_code(text, mo.start()):
+            # inside a command the user copies: a short marker when unknown (the generic wording has code spans of
+            # its own), several targets the way PYTORCH_ROCM_ARCH / GPU_TARGETS take them
+            if name == "gfx" and v and "," in v:
+                joined = ";".join(t.strip() for t in v.split(","))
+                return f'"{joined}"' if text[mo.start() - 1:mo.start()] == "=" else joined
+            if v is None and "`" in generic[name] and not (name == "override" and (values.get("_override_none") or
+                                                                                   values.get("_override_impossible"))):
+                return f"<{name}>"
         if name == "override" and v is None and values.get("_override_none"):
             return OVERRIDE_NONE.get(lang, OVERRIDE_NONE["en"]).format(target=values["_override_none"])
         if name == "override" and v is None and values.get("_override_impossible"):

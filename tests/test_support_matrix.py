@@ -533,3 +533,17 @@ def test_rocm_10_1_trio_from_amds_stable_index():
     text = (ROOT / "kb/support/gpu-matrix.yaml").read_text(encoding="utf-8")
     bad = text.replace("torchvision: 0.29.0a0, torchaudio: 2.11.0.3", "torchvision: 0.29.0x, torchaudio: 2.11.0.3", 1)
     assert bad != text and any("torchvision" in e.message for e in support.parse_matrix(bad, "m.yaml").errors)
+
+
+def test_placeholders_inside_a_command_stay_a_command():
+    """{gfx} in a code span: several targets joined the way PYTORCH_ROCM_ARCH takes them (quoted after '='), an
+    unknown one a short marker rather than generic wording with code spans of its own; prose keeps the wording."""
+    several = {"gfx": "gfx1030, gfx1100"}
+    assert support.fill("`PYTORCH_ROCM_ARCH={gfx} make`", several) == '`PYTORCH_ROCM_ARCH="gfx1030;gfx1100" make`'
+    assert support.fill("targets {gfx}", several) == "targets gfx1030, gfx1100"
+    assert support.fill("`GPU_TARGETS={gfx} cmake ..`", {}) == "`GPU_TARGETS=<gfx> cmake ..`"
+    assert support.fill("```\nexport A={gfx}\n```", {}) == "```\nexport A=<gfx>\n```"
+    assert "rocminfo" in support.fill("find {gfx} first", {})
+    for lang in ("en", "zh"):
+        out = support.fill("`x={torch_install}` and `y={gfx}`", {}, lang)
+        assert out.count("`") % 2 == 0, out
