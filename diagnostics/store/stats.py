@@ -31,6 +31,7 @@ from sqlalchemy import delete, func, insert, or_, select, update
 from sqlalchemy import text as sql_text
 
 from .. import verdicts as _verdicts
+from ..textnorm import c_locale_words, fold_punctuation
 from . import search
 from .base import SessionNotFound, StoreError, _as_dt, _fts_phrase, _like_escape
 from .models import STATUSES, FacetRow, SessionRow, SignatureRow
@@ -95,7 +96,10 @@ def signature_pattern(norm: str) -> str:
         parts.pop()
     out = []
     for p in parts:
-        out.append(_PLACEHOLDER_RE[p] if p in _PLACEHOLDER_RE else re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", p))
+        if p in _PLACEHOLDER_RE:
+            out.append(_PLACEHOLDER_RE[p])
+        else:   # written as the matcher reads logs: full-width punctuation and localised C messages folded
+            out.append(re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", c_locale_words(fold_punctuation(p))))
     return "".join(out)
 
 
