@@ -24,34 +24,6 @@ _kb_lock = threading.Lock()
 _kb_cache: dict[str, tuple[tuple, KnowledgeBase, Matcher]] = {}
 
 # what a failing paste says somewhere (the last-resort guesses are only made when the log shows something failed)
-# a 'Label: value' line ("OS: Ubuntu 24.04.1 LTS (x86_64)", "GPU models and configuration: AMD Radeon RX 6600"):
-# three or more of them in a row are a tool's table (collect_env, a check script, hipconfig), not what a person wrote
-_LABEL_LINE = re.compile(r"^\s{0,3}[A-Z][\w.()/+-]*(?: [\w.()/+-]+){0,5}\s?[:?]\s+\S")
-LABEL_RUN = 3
-
-
-def without_label_tables(text: str) -> str:
-    """*text* less its runs of LABEL_RUN or more 'Label: value' lines (blank lines inside a run are part of it), so
-    that the words a guess ranks are the user's, not a dump's field values."""
-    lines = text.split("\n")
-    keep = [True] * len(lines)
-    run: list[int] = []
-
-    def close() -> None:
-        if len(run) >= LABEL_RUN:
-            for k in run:
-                keep[k] = False
-        run.clear()
-
-    for i, line in enumerate(lines):
-        if _LABEL_LINE.match(line[:300]):
-            run.append(i)
-        elif line.strip():
-            close()
-    close()
-    return "\n".join(ln for ln, k in zip(lines, keep) if k)
-
-
 _ERRORISH = re.compile(r"(?i)\b(?:error|exception|traceback|failed|failure|fatal|cannot|can't|could not|unable to|"
                        r"not found|no such file|denied|segmentation fault|core dumped|aborted|killed|timed? ?out|"
                        r"not supported|unsupported|invalid)\b")
@@ -519,7 +491,7 @@ def diagnose(report: dict[str, Any], kb_dir: str | None = None,
     nearest KB entries), and compute the verdict.  Fills *report* in place and returns it."""
     from .derive import derive
     from .matcher import order, root_causes
-    from .symptoms import merge_symptoms
+    from .symptoms import merge_symptoms, without_label_tables
 
     kb, matcher = get_kb(kb_dir)
     probes = report.get("probes") or []

@@ -872,6 +872,34 @@ def prose_lines(text: str) -> str:
     return "\n".join(keep)
 
 
+# a 'Label: value' line ("OS: Ubuntu 24.04.1 LTS (x86_64)", "GPU models and configuration: AMD Radeon RX 6600"):
+# three or more of them in a row are a tool's table (collect_env, a check script, hipconfig), not what a person wrote
+_LABEL_LINE = re.compile(r"^\s{0,3}[A-Z][\w.()/+-]*(?: [\w.()/+-]+){0,5}\s?[:?]\s+\S")
+LABEL_RUN = 3
+
+
+def without_label_tables(text: str) -> str:
+    """*text* less its runs of LABEL_RUN or more 'Label: value' lines (blank lines inside a run are part of it), so
+    that the words a guess ranks are the user's, not a dump's field values."""
+    lines = text.split("\n")
+    keep = [True] * len(lines)
+    run: list[int] = []
+
+    def close() -> None:
+        if len(run) >= LABEL_RUN:
+            for k in run:
+                keep[k] = False
+        run.clear()
+
+    for i, line in enumerate(lines):
+        if _LABEL_LINE.match(line[:300]):
+            run.append(i)
+        elif line.strip():
+            close()
+    close()
+    return "\n".join(ln for ln, k in zip(lines, keep) if k)
+
+
 QUERY_HEAD = QUERY_TAIL = 256 * 1024  # what a guess reads of a long paste: its start and its end (issue 16)
 
 

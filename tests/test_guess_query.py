@@ -1,7 +1,8 @@
 """What a pasted log's guesses are ranked on: the user's words, not the field values of a dump pasted with them."""
 from __future__ import annotations
 
-from diagnostics.service import diagnose_text, without_label_tables
+from diagnostics.service import diagnose_text
+from diagnostics.symptoms import without_label_tables
 
 COLLECT_ENV = """PyTorch version: 2.5.1+rocm6.2
 Is debug build: False
