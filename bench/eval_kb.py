@@ -90,7 +90,7 @@ ALARM_SEVERITIES = {"error", "critical"}
 REQUIRED_KEYS = {"source", "expected", "note", "log"}
 SYMPTOM_KEYS = {"id", "lang", "kind", "source", "expected", "note", "text"}
 ID_RE = re.compile(r"^[a-z0-9-]+$")
-NAME_RE = {"tuning": re.compile(r"^\d{3}-[a-z0-9-]+$"), "heldout": re.compile(r"^h\d{3}-[a-z0-9-]+$"),
+NAME_RE = {"tuning": re.compile(r"^\d{3,4}-[a-z0-9-]+$"), "heldout": re.compile(r"^h\d{3}-[a-z0-9-]+$"),
            "retired": re.compile(r"^h\d{3}-[a-z0-9-]+$")}
 # issue 14's targets for the held-out split, and the bar the tuning split has been held to since issue 4
 HELDOUT_TARGET = {"top1": 0.90, "top3": 0.95}
