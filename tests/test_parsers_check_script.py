@@ -6,6 +6,7 @@ must give and must not give); the label formats below are the print statements o
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -174,3 +175,37 @@ def test_a_mask_shown_with_echo_that_hides_the_only_gpu_is_the_diagnosis():
              "$ python -c \"import torch; print(torch.cuda.is_available())\"\nFalse\n")
     res = diagnose_text(logs=[("paste", paste)])
     assert [d["id"] for d in res["diagnoses"]][:1] == ["visible-devices-env-masking"], res["diagnoses"]
+
+
+@pytest.mark.parametrize("line, version, build", [
+    ("torch==2.7.0+rocm6.3", "2.7.0+rocm6.3", "rocm"),                                  # pip freeze
+    ("torch                     2.7.0+rocm6.3", "2.7.0+rocm6.3", "rocm"),               # pip list
+    ("torch 2.5.1+cu121 /home/u/venv/lib/python3.11/site-packages pip", "2.5.1+cu121", "cuda"),   # pip list -v
+    ("pytorch                   2.3.1           py3.11_cuda12.1_cudnn8.9.2_0    pytorch", "2.3.1", "cuda"),  # conda
+    ("pytorch                   2.0.1           cpu_py310h6fd4e1c_0    conda-forge", "2.0.1", "cpu"),
+    ("Name: torch\nVersion: 2.6.0+rocm6.2.4", "2.6.0+rocm6.2.4", "rocm"),               # pip show torch
+])
+def test_a_package_managers_line_for_torch_gives_its_version_and_build(line, version, build):
+    f = check_script.parse(line + "\n").facts
+    assert f.get("torch.version") == version and f.get("torch.build") == build, f
+
+
+@pytest.mark.parametrize("text", [
+    "I installed torch 2.7.0+rocm6.3 yesterday and it still fails\n",   # a sentence
+    "torch-geometric           2.3.0\ntorchvision               0.22.0+rocm6.3\n",   # other packages
+    "Collecting torch==2.5.1+rocm6.2\n",                                 # pip's download, not what is installed
+    "ERROR: No matching distribution found for torch==2.7.0+rocm6.3\n",
+])
+def test_lines_that_only_name_torch_give_no_version(text):
+    assert "torch.version" not in check_script.parse(text).facts
+
+
+def test_a_pip_freeze_beside_the_gpus_target_predicts_the_missing_code_object():
+    """pip's line for a ROCm torch and rocminfo's name line for an RX 6700 XT (gfx1031, in no official wheel): the
+    facts alone name the cause before anything aborts."""
+    from diagnostics.service import diagnose_text
+
+    paste = "$ pip freeze | grep torch\ntorch==2.7.0+rocm6.3\n$ rocminfo | grep gfx\n  Name:                    gfx1031\n"
+    res = diagnose_text(logs=[("paste", paste)])
+    assert [d["id"] for d in res["diagnoses"]][:1] == ["hip-no-binary-for-gpu"], res["diagnoses"]
+    assert "10.3.0" in json.dumps(res["diagnoses"][0])   # the override of its family is in the fix

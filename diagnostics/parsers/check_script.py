@@ -383,6 +383,12 @@ def _parse_into(text: str, res: ParseResult, labels: bool = True) -> None:
             _env_shown(lines, i, s, sc.env)
         if _code_line(lines, i, s, sc):
             continue
+        pkg = _package_line(lines, i, s) if "torch" in s[:12] else None
+        if pkg:
+            _put(facts, "torch.version", pkg[0])
+            if pkg[1]:
+                _put(facts, "torch.build", pkg[1])
+            continue
         if _MISSING_TORCH.match(s) and i - sc.last_cmd <= LOOKAHEAD:
             window = "\n".join(lines[max(0, sc.last_cmd - 2):i])
             if not any(mark in window for mark in _PIP_BUILD):
@@ -488,6 +494,29 @@ def _env_facts(sc: _Scan, res: ParseResult) -> None:
         else:
             res.notes.append(f"{name} is set to different values in this paste ({', '.join(sorted(values))}); "
                              "it is left unknown")
+
+
+# a package manager's line for torch: ``pip freeze`` (``torch==2.7.0+rocm6.3``), ``pip list`` (``torch   2.7.0+rocm6.3``,
+# maybe a location column after it), ``conda list`` (``pytorch  2.3.1  py3.11_cuda12.1_cudnn8.9.2_0  pytorch``); the
+# line holds nothing else, so a sentence that names a version is not read
+_PKG_LINE = re.compile(r"^(?:py)?torch(?:==|\s+)(?P<v>\d+\.\d+(?:\.\d+)?(?:[a-z]+\d*)?(?:\.dev\d+)?(?:\+[\w.]+)?)"
+                       r"(?:\s+(?P<build>\S+))?(?:\s+\S+){0,2}$")
+_CONDA_BUILD = re.compile(r"(?i)(?:^|_)(rocm|cuda|cpu)")
+
+
+def _package_line(lines: list[str], i: int, s: str) -> tuple[str, str | None] | None:
+    """(torch's version, the build a conda build string names) from a package listing's line, or from ``pip show
+    torch`` (``Name: torch`` then ``Version: ...``)."""
+    m = _PKG_LINE.match(s)
+    if m:
+        b = _CONDA_BUILD.search(m.group("build") or "") if s.startswith("pytorch") else None
+        return m.group("v"), (b.group(1).lower() if b else None)
+    if s in ("Name: torch", "Name: pytorch") and i + 1 < len(lines):
+        nxt = lines[i + 1].strip()
+        v = _TORCH_VERSION.match(nxt[8:].strip()) if nxt.startswith("Version:") else None
+        if v:
+            return v.group(1), None
+    return None
 
 
 def _torch_status(sc: _Scan, res: ParseResult) -> None:
