@@ -63,10 +63,14 @@ HELDOUT7_FROZEN = "2026-12-02 16:28 UTC"
 # batch 8: collected in session 9 (one collector, both sides), frozen before that session's KB/matcher changes
 HELDOUT8_DIR = HELDOUT_DIR / "batch8"
 HELDOUT8_FROZEN = "2026-12-03 11:13 UTC"
+# batch 9: collected in session 10 (one collector, both sides), frozen before that session's KB/matcher changes
+HELDOUT9_DIR = HELDOUT_DIR / "batch9"
+HELDOUT9_FROZEN = "2026-12-03 14:40 UTC"
 HELDOUT_BATCHES = {
     6: (HELDOUT6_DIR, HELDOUT6_FROZEN),
     7: (HELDOUT7_DIR, HELDOUT7_FROZEN),
     8: (HELDOUT8_DIR, HELDOUT8_FROZEN),
+    9: (HELDOUT9_DIR, HELDOUT9_FROZEN),
 }
 # former held-out batches 1-3 (retired in session 6) and 4 (session 8), all on 2026-12-02, and 5 (session 10,
 # 2026-12-03): their misses were studied
