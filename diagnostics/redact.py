@@ -217,129 +217,148 @@ def _prose_value(m: re.Match[str], value: str) -> bool:
     return m.group("s3") is None or _has_digit_and_letter(value)
 
 
-# (kind, regex, check the group "name" with is_secret_name, a further test of the match and its value or None)
-_RULES: list[tuple[str, re.Pattern[str], bool, Any]] = [
-    ("url-password", re.compile(
-        r"(?i)(?<![A-Za-z0-9+.\-])[a-z][a-z0-9+.\-]{1,20}://(?P<user>[^\s:/@\"'<>]{0,128}):"
-        r"(?P<s>[^\s\"'<>]{1,1024})@(?=[^\s@\"'<>]*(?:[\s\"'<>]|$))"), False, None),
-    ("url-password", re.compile(
-        r"(?i)(?<![A-Za-z0-9+.\-])[a-z][a-z0-9+.\-]{1,20}://(?P<user>[^\s:/@\"'<>]{0,128}):"
-        r"(?P<s>[^\s\"'<>@]{1,1024})@"), False, None),
-    # a token as the whole user part: https://<token>@github.com, Sentry DSNs https://<key>@o1.ingest.sentry.io
-    ("url-token", re.compile(
-        r"(?i)(?<![A-Za-z0-9+.\-])[a-z][a-z0-9+.\-]{1,20}://(?P<s>[A-Za-z0-9._~%\-]{16,256})@(?=[A-Za-z0-9\[])"),
-     False, lambda m, v: _has_digit_and_letter(v)),
-    ("authorization-header", re.compile(
-        r"(?i)(?<![\w-])(?:proxy-)?authorization[\"']?[ \t]{0,16}[:=][ \t]{0,16}[\"']?"
-        r"(?:(?:bearer|basic|token|bot|digest|negotiate|ntlm|apikey|key|sso-key|aws4-hmac-sha256|hmac)[ \t]{1,16})?"
-        r"(?P<s>[^\s\"'][^\n\"'\r]{0,8191})"), False, None),
-    ("cookie-header", re.compile(
-        r"(?i)(?<![\w-])(?:set-)?cookie2?[\"']?[ \t]{0,16}:[ \t]{0,16}[\"']?(?P<s>[^\s\"'][^\n\"'\r]{0,8191})"),
-     False, None),
-    ("bearer-token", re.compile(r"(?i)(?<![\w-])bearer[ \t]{1,16}(?P<s>[A-Za-z0-9._~+/\-]{12,}=*)"), False, None),
-    ("basic-credentials", re.compile(r"(?i)(?<![\w-])basic[ \t]{1,16}(?P<s>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"),
-     False, lambda m, v: _basic_credential(v)),
-    ("netrc-password", re.compile(
-        r"(?<![\w-])(?:machine[ \t]+\S{1,256}|default|login[ \t]+\S{1,256})"
-        r"(?:\s{1,64}(?:login|account|port|macdef)[ \t]+\S{1,256}){0,4}\s{1,64}(?:password|account)[ \t]+(?P<s>\S+)"),
-     False, None),
-    ("pgpass-password", re.compile(
-        r"(?m)^[ \t]*[^\s:#]{1,256}:(?:\d{1,5}|\*):[^\s:]{1,256}:[^\s:]{1,256}:(?P<s>\S[^\n\r]{0,1024})$"), False, None),
-    ("command-line-secret", re.compile(
-        r"(?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb)\b[^\n]{0,300}?[ \t]-p(?P<s>[^\s-]\S*)"),
-     False, None),
-    ("command-line-secret", re.compile(r"(?<![\w-])sshpass[ \t]{1,16}-p[ \t]{0,16}(?P<s>\S+)"), False, None),
-    ("command-line-secret", re.compile(
-        r"(?<![\w-])(?:docker|podman|nerdctl|buildah|skopeo|crane|oras|helm[ \t]{1,16}registry|az|oc)[ \t]{1,16}"
-        r"(?:auth[ \t]{1,16})?login\b[^\n]{0,300}?[ \t]-p[ \t]{0,16}(?P<s>[^\s-]\S*)"), False, None),
-    ("command-line-secret", re.compile(
-        r"(?<![\w-])(?:wandb|huggingface-cli|hf|vault)[ \t]{1,16}(?:auth[ \t]{1,16})?login[ \t]{1,16}"
-        r"(?:--relogin[ \t]{1,16})?(?P<s>[A-Za-z0-9_.\-]{20,})"), False, None),
-    # redis-cli -a PW, ldapsearch -w PW, smbclient -U user%PW, curl -b 'name=value'
-    ("command-line-secret", re.compile(r"(?<![\w-])redis-cli\b[^\n]{0,300}?[ \t]-a[ \t]{1,16}(?P<s>[^\s-]\S*)"),
-     False, None),
-    ("command-line-secret", re.compile(
-        r"(?<![\w-])ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn)\b[^\n]{0,300}?[ \t]-w[ \t]{1,16}"
-        r"(?P<s>[^\s-]\S*)"), False, None),
-    ("command-line-secret", re.compile(
-        r"(?<![\w-])(?:smbclient|rpcclient|smbmap|smbcacls|net)\b[^\n]{0,300}?[ \t](?:-U|--user)[ \t=]{1,16}[\"']?"
-        r"[^\s%\"']{1,256}%(?P<s>[^\s\"']+)"), False, None),
-    ("cookie-header", re.compile(
-        r"(?<![\w-])curl\b[^\n]{0,300}?[ \t]-b[ \t]{1,16}(?:\"(?P<s>[^\"\n]*=[^\"\n]*)\"|'(?P<s2>[^'\n]*=[^'\n]*)'"
-        r"|(?P<s3>[^\s\"']*=\S*))"), False, None),
-    # a value a CI job asked to be masked is a secret by definition (GitHub Actions)
-    ("masked-value", re.compile(r"::add-mask::(?P<s>[^\s][^\n\r]{0,4095})"), False, None),
-    # tokens in URL paths: conda channels (/t/<token>/), Telegram bots (/bot<token>/)
-    ("url-token", re.compile(r"(?:anaconda\.org/t/|api\.telegram\.org/(?:file/)?bot)(?P<s>[A-Za-z0-9_:\-]{8,})"),
-     False, None),
-    # echo <secret> | docker login --password-stdin, | gh auth login --with-token, | chpasswd, | sudo -S
-    ("command-line-secret", re.compile(
-        r"(?<![\w-])echo[ \t]{1,16}(?:-[ne]{1,2}[ \t]{1,16})?"
-        r"(?:\"(?P<s>[^\"\n]{1,4096})\"|'(?P<s2>[^'\n]{1,4096})'|(?P<s3>[^\s|'\"$][^\s|]{0,4095}))"
-        r"[ \t]{0,16}\|[^\n]{0,300}?(?:login|password-stdin|with-token|chpasswd|passwd|sudo[ \t]{1,16}(?:-[A-Za-z]{0,8}S|--stdin))"),
-     False, None),
-    ("command-line-secret", re.compile(
-        r"(?<![\w-])(?:-u|-U|--user|--proxy-user|--http-user|--auth)(?:=|[ \t]{1,16})[\"']?"
-        r"[^\s:\"'$]{0,256}:(?P<s>[^\s\"']+)"), False, None),
-    ("command-line-secret", re.compile(
-        r"(?<![\w-])--?(?P<name>[a-z][a-z0-9_\-]{0,60})(?=(?:=|[ \t]{1,16})(?!-)" + _QVALUE + ")"), True, None),
-    # aws configure set aws_secret_access_key X, npm/yarn/pip config set <key> X
-    ("command-line-secret", re.compile(
-        r"(?i)(?<![\w-])config(?:ure)?[ \t]{1,16}set[ \t]{1,16}(?:--?[\w\-]{1,30}[ \t]{1,16}){0,3}"
-        r"(?P<name>[^\s=\"']{1,200})(?=[ \t]{1,16}(?!-)" + _QVALUE + ")"), True, None),
-    ("secret-variable", re.compile(
-        r"(?i)\b(?:SetEnvironmentVariable|setdefault|putenv|setenv|set_env)\([ \t]{0,16}[\"'](?P<name>" + _NAME
-        + r")[\"'][ \t]{0,16},[ \t]{0,16}"
-        r"(?:\"(?P<s>[^\"\n]{1,4096})\"|'(?P<s2>[^'\n]{1,4096})')"), True, None),
-    ("secret-variable", re.compile(r"(?i)\bset[ \t]{1,16}\"(?P<name>" + _NAME + r")=(?P<s>[^\"\n]{1,4096})\""),
-     True, None),
-    ("secret-variable", re.compile(
-        r"(?im)(?:\bsetx|\bsetenv|\bset[ \t]{1,16}-[a-z]{1,4}|^[ \t]*(?:ENV|ARG))[ \t]{1,16}(?P<name>" + _NAME
-        + r")(?=[ \t]{1,16}" + _QVALUE + ")"),
-     True, None),
-    # connection strings: ...;Uid=sa;Pwd=X; (PWD alone is the shell's working directory)
-    ("secret-variable", re.compile(r"(?i)(?<=;)[ \t]{0,16}pwd[ \t]{0,16}=[ \t]{0,16}(?P<s>[^;\s\"'}]{1,4096})"),
-     False, None),
-    # Kubernetes env lists: "- name: HF_TOKEN" and "value: X" on the next line
-    ("secret-variable", re.compile(
-        r"(?m)\bname:[ \t]{0,16}[\"']?(?P<name>" + _NAME + r")[\"']?[ \t]{0,16}\r?\n[ \t]{0,64}(?:-[ \t]{1,16})?"
-        r"value:[ \t]{0,16}" + _QVALUE), True, None),
-    # XML: <password>X</password>, .NET <add key="ApiKey" value="X"/>
-    ("secret-variable", re.compile(
-        r"<(?P<name>[A-Za-z_][\w.\-]{0,60})>[ \t]{0,16}(?P<s>[^<\s][^<\n]{0,4095})</(?P=name)>"), True, None),
-    ("secret-variable", re.compile(
-        r"(?i)\bkey=[\"'](?P<name>" + _NAME + r")[\"'][ \t]{1,16}value="
-        r"(?:\"(?P<s>[^\"\n]{1,4096})\"|'(?P<s2>[^'\n]{1,4096})')"), True, None),
-    ("secret-variable", re.compile(
-        r"(?<![A-Za-z0-9_.\-])(?P<name>" + _NAME + r")(?=[\"']?\]?" + _SP + r"{0,16}(?::=|=|:(?!//)|＝|：)" + _SP
-        + r"{0,16}" + _QVALUE + ")"), True, None),
-    # words: "the password is X", "token was X"
-    ("secret-variable", re.compile(
-        r"(?i)(?<![\w-])(?:password|passwd|passphrase|passcode|api[ _\-]?key|access[ _\-]?key|token|secret)"
-        r"[ \t]{1,16}(?:is|was)[ \t]{1,16}"
-        r"(?:\"(?P<s>[^\"\n]{1,4096})\"|'(?P<s2>[^'\n]{1,4096})'|(?P<s3>[^\s\"',;]{6,4096}))"), False, _prose_value),
-    # Chinese: 密码：X, 密码是 X, 令牌＝X (the value is the ASCII that follows)
-    ("secret-variable", re.compile(
-        r"(?:(?:密码|口令|令牌|密钥|秘钥|私钥|授权码|访问码)" + _SP + r"{0,16}(?:(?:是|为)" + _SP + r"{0,16}[:：=＝]?|[:：=＝])"
-        r"|(?i:api[ _\-]?key|access[ _\-]?key|token|password|passwd|secret)" + _SP + r"{0,16}(?:(?:是|为)" + _SP
-        + r"{0,16}[:：=＝]?|[：＝]))" + _SP + r"{0,16}(?P<s>[!-~]{4,4096})"), False, None),
+# The grammar's rules, one row each: the kind of secret, whether the group "name" is checked with is_secret_name,
+# a further test of the match and its value (or None), the pattern, and literals one of which a text must contain
+# for the rule to run at all (cheap `in` tests skip most rules).
+_RULES: list[tuple[str, bool, Any, re.Pattern[str], tuple[str, ...]]] = [
+    (kind, check_name, value_ok, re.compile(pattern), needles)
+    for kind, check_name, value_ok, pattern, needles in (
+        ("url-password", False, None,
+         r"(?i)(?<![A-Za-z0-9+.\-])[a-z][a-z0-9+.\-]{1,20}://(?P<user>[^\s:/@\"'<>]{0,128}):"
+         r"(?P<s>[^\s\"'<>]{1,1024})@(?=[^\s@\"'<>]*(?:[\s\"'<>]|$))",
+         ("://",)),
+        ("url-password", False, None,
+         r"(?i)(?<![A-Za-z0-9+.\-])[a-z][a-z0-9+.\-]{1,20}://(?P<user>[^\s:/@\"'<>]{0,128}):"
+         r"(?P<s>[^\s\"'<>@]{1,1024})@",
+         ("://",)),
+        # a token as the whole user part: https://<token>@github.com, Sentry DSNs https://<key>@o1.ingest.sentry.io
+        ("url-token", False, lambda m, v: _has_digit_and_letter(v),
+         r"(?i)(?<![A-Za-z0-9+.\-])[a-z][a-z0-9+.\-]{1,20}://(?P<s>[A-Za-z0-9._~%\-]{16,256})@(?=[A-Za-z0-9\[])",
+         ("://",)),
+        ("authorization-header", False, None,
+         r"(?i)(?<![\w-])(?:proxy-)?authorization[\"']?[ \t]{0,16}[:=][ \t]{0,16}[\"']?"
+         r"(?:(?:bearer|basic|token|bot|digest|negotiate|ntlm|apikey|key|sso-key|aws4-hmac-sha256|hmac)[ \t]{1,16})?"
+         r"(?P<s>[^\s\"'][^\n\"'\r]{0,8191})",
+         ("uthoriz", "UTHORIZ")),
+        ("cookie-header", False, None,
+         r"(?i)(?<![\w-])(?:set-)?cookie2?[\"']?[ \t]{0,16}:[ \t]{0,16}[\"']?(?P<s>[^\s\"'][^\n\"'\r]{0,8191})",
+         ("ookie", "OOKIE")),
+        ("bearer-token", False, None,
+         r"(?i)(?<![\w-])bearer[ \t]{1,16}(?P<s>[A-Za-z0-9._~+/\-]{12,}=*)",
+         ("earer", "EARER")),
+        ("basic-credentials", False, lambda m, v: _basic_credential(v),
+         r"(?i)(?<![\w-])basic[ \t]{1,16}(?P<s>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])",
+         ("asic", "ASIC")),
+        ("netrc-password", False, None,
+         r"(?<![\w-])(?:machine[ \t]+\S{1,256}|default|login[ \t]+\S{1,256})"
+         r"(?:\s{1,64}(?:login|account|port|macdef)[ \t]+\S{1,256}){0,4}\s{1,64}(?:password|account)[ \t]+(?P<s>\S+)",
+         ("password", "account")),
+        ("pgpass-password", False, None,
+         r"(?m)^[ \t]*[^\s:#]{1,256}:(?:\d{1,5}|\*):[^\s:]{1,256}:[^\s:]{1,256}:(?P<s>\S[^\n\r]{0,1024})$",
+         (":",)),
+        ("command-line-secret", False, None,
+         r"(?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb)\b[^\n]{0,300}?[ \t]-p(?P<s>[^\s-]\S*)",
+         ("mysql", "mariadb")),
+        ("command-line-secret", False, None,
+         r"(?<![\w-])sshpass[ \t]{1,16}-p[ \t]{0,16}(?P<s>\S+)",
+         ("sshpass",)),
+        ("command-line-secret", False, None,
+         r"(?<![\w-])(?:docker|podman|nerdctl|buildah|skopeo|crane|oras|helm[ \t]{1,16}registry|az|oc)[ \t]{1,16}"
+         r"(?:auth[ \t]{1,16})?login\b[^\n]{0,300}?[ \t]-p[ \t]{0,16}(?P<s>[^\s-]\S*)",
+         ("login",)),
+        ("command-line-secret", False, None,
+         r"(?<![\w-])(?:wandb|huggingface-cli|hf|vault)[ \t]{1,16}(?:auth[ \t]{1,16})?login[ \t]{1,16}"
+         r"(?:--relogin[ \t]{1,16})?(?P<s>[A-Za-z0-9_.\-]{20,})",
+         ("login",)),
+        # redis-cli -a PW, ldapsearch -w PW, smbclient -U user%PW, curl -b 'name=value'
+        ("command-line-secret", False, None,
+         r"(?<![\w-])redis-cli\b[^\n]{0,300}?[ \t]-a[ \t]{1,16}(?P<s>[^\s-]\S*)",
+         ("redis-cli",)),
+        ("command-line-secret", False, None,
+         r"(?<![\w-])ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn)\b[^\n]{0,300}?[ \t]-w[ \t]{1,16}"
+         r"(?P<s>[^\s-]\S*)",
+         ("ldap",)),
+        ("command-line-secret", False, None,
+         r"(?<![\w-])(?:smbclient|rpcclient|smbmap|smbcacls|net)\b[^\n]{0,300}?[ \t](?:-U|--user)[ \t=]{1,16}[\"']?"
+         r"[^\s%\"']{1,256}%(?P<s>[^\s\"']+)",
+         ("%",)),
+        ("cookie-header", False, None,
+         r"(?<![\w-])curl\b[^\n]{0,300}?[ \t]-b[ \t]{1,16}(?:\"(?P<s>[^\"\n]*=[^\"\n]*)\"|'(?P<s2>[^'\n]*=[^'\n]*)'"
+         r"|(?P<s3>[^\s\"']*=\S*))",
+         ("curl",)),
+        # a value a CI job asked to be masked is a secret by definition (GitHub Actions)
+        ("masked-value", False, None,
+         r"::add-mask::(?P<s>[^\s][^\n\r]{0,4095})",
+         ("::add-mask::",)),
+        # tokens in URL paths: conda channels (/t/<token>/), Telegram bots (/bot<token>/)
+        ("url-token", False, None,
+         r"(?:anaconda\.org/t/|api\.telegram\.org/(?:file/)?bot)(?P<s>[A-Za-z0-9_:\-]{8,})",
+         ("anaconda.org/t/", "api.telegram.org/")),
+        # echo <secret> | docker login --password-stdin, | gh auth login --with-token, | chpasswd, | sudo -S
+        ("command-line-secret", False, None,
+         r"(?<![\w-])echo[ \t]{1,16}(?:-[ne]{1,2}[ \t]{1,16})?"
+         r"(?:\"(?P<s>[^\"\n]{1,4096})\"|'(?P<s2>[^'\n]{1,4096})'|(?P<s3>[^\s|'\"$][^\s|]{0,4095}))"
+         r"[ \t]{0,16}\|[^\n]{0,300}?(?:login|password-stdin|with-token|chpasswd|passwd|sudo[ \t]{1,16}(?:-[A-Za-z]{0,8}S|--stdin))",
+         ("echo",)),
+        ("command-line-secret", False, None,
+         r"(?<![\w-])(?:-u|-U|--user|--proxy-user|--http-user|--auth)(?:=|[ \t]{1,16})[\"']?"
+         r"[^\s:\"'$]{0,256}:(?P<s>[^\s\"']+)",
+         ("-u", "-U", "--auth")),
+        ("command-line-secret", True, None,
+         r"(?<![\w-])--?(?P<name>[a-z][a-z0-9_\-]{0,60})(?=(?:=|[ \t]{1,16})(?!-)" + _QVALUE + ")",
+         ("-",)),
+        # aws configure set aws_secret_access_key X, npm/yarn/pip config set <key> X
+        ("command-line-secret", True, None,
+         r"(?i)(?<![\w-])config(?:ure)?[ \t]{1,16}set[ \t]{1,16}(?:--?[\w\-]{1,30}[ \t]{1,16}){0,3}"
+         r"(?P<name>[^\s=\"']{1,200})(?=[ \t]{1,16}(?!-)" + _QVALUE + ")",
+         ("onfig", "ONFIG")),
+        ("secret-variable", True, None,
+         r"(?i)\b(?:SetEnvironmentVariable|setdefault|putenv|setenv|set_env)\([ \t]{0,16}[\"'](?P<name>" + _NAME
+         + r")[\"'][ \t]{0,16},[ \t]{0,16}"
+         r"(?:\"(?P<s>[^\"\n]{1,4096})\"|'(?P<s2>[^'\n]{1,4096})')",
+         ("(",)),
+        ("secret-variable", True, None,
+         r"(?i)\bset[ \t]{1,16}\"(?P<name>" + _NAME + r")=(?P<s>[^\"\n]{1,4096})\"",
+         ('"',)),
+        ("secret-variable", True, None,
+         r"(?im)(?:\bsetx|\bsetenv|\bset[ \t]{1,16}-[a-z]{1,4}|^[ \t]*(?:ENV|ARG))[ \t]{1,16}(?P<name>" + _NAME
+         + r")(?=[ \t]{1,16}" + _QVALUE + ")",
+         ("etx", "ETX", "ENV", "ARG", "env", "arg", "Env", "Arg", "set ", "SET ", "Set ")),
+        # connection strings: ...;Uid=sa;Pwd=X; (PWD alone is the shell's working directory)
+        ("secret-variable", False, None,
+         r"(?i)(?<=;)[ \t]{0,16}pwd[ \t]{0,16}=[ \t]{0,16}(?P<s>[^;\s\"'}]{1,4096})",
+         (";",)),
+        # Kubernetes env lists: "- name: HF_TOKEN" and "value: X" on the next line
+        ("secret-variable", True, None,
+         r"(?m)\bname:[ \t]{0,16}[\"']?(?P<name>" + _NAME + r")[\"']?[ \t]{0,16}\r?\n[ \t]{0,64}(?:-[ \t]{1,16})?"
+         r"value:[ \t]{0,16}" + _QVALUE,
+         ("value:",)),
+        # XML: <password>X</password>, .NET <add key="ApiKey" value="X"/>
+        ("secret-variable", True, None,
+         r"<(?P<name>[A-Za-z_][\w.\-]{0,60})>[ \t]{0,16}(?P<s>[^<\s][^<\n]{0,4095})</(?P=name)>",
+         ("</",)),
+        ("secret-variable", True, None,
+         r"(?i)\bkey=[\"'](?P<name>" + _NAME + r")[\"'][ \t]{1,16}value="
+         r"(?:\"(?P<s>[^\"\n]{1,4096})\"|'(?P<s2>[^'\n]{1,4096})')",
+         ("alue=", "ALUE=")),
+        ("secret-variable", True, None,
+         r"(?<![A-Za-z0-9_.\-])(?P<name>" + _NAME + r")(?=[\"']?\]?" + _SP + r"{0,16}(?::=|=|:(?!//)|＝|：)" + _SP
+         + r"{0,16}" + _QVALUE + ")",
+         ("=", ":", "＝", "：")),
+        # words: "the password is X", "token was X"
+        ("secret-variable", False, _prose_value,
+         r"(?i)(?<![\w-])(?:password|passwd|passphrase|passcode|api[ _\-]?key|access[ _\-]?key|token|secret)"
+         r"[ \t]{1,16}(?:is|was)[ \t]{1,16}"
+         r"(?:\"(?P<s>[^\"\n]{1,4096})\"|'(?P<s2>[^'\n]{1,4096})'|(?P<s3>[^\s\"',;]{6,4096}))",
+         (" is", " was", " IS", " WAS", " Is", " Was")),
+        # Chinese: 密码：X, 密码是 X, 令牌＝X (the value is the ASCII that follows)
+        ("secret-variable", False, None,
+         r"(?:(?:密码|口令|令牌|密钥|秘钥|私钥|授权码|访问码)" + _SP + r"{0,16}(?:(?:是|为)" + _SP + r"{0,16}[:：=＝]?|[:：=＝])"
+         r"|(?i:api[ _\-]?key|access[ _\-]?key|token|password|passwd|secret)" + _SP + r"{0,16}(?:(?:是|为)" + _SP
+         + r"{0,16}[:：=＝]?|[：＝]))" + _SP + r"{0,16}(?P<s>[!-~]{4,4096})",
+         ("密码", "口令", "令牌", "密钥", "秘钥", "私钥", "授权码", "访问码", "是", "为", "：", "＝")),
+    )
 ]
-
-# literals one of which a text must contain for the rule to run at all (cheap `in` tests skip most rules)
-_NEEDLES: list[tuple[str, ...]] = [
-    ("://",), ("://",), ("://",), ("uthoriz", "UTHORIZ"), ("ookie", "OOKIE"), ("earer", "EARER"),
-    ("asic", "ASIC"), ("password", "account"),
-    (":",), ("mysql", "mariadb"), ("sshpass",), ("login",), ("login",), ("redis-cli",), ("ldap",), ("%",),
-    ("curl",), ("::add-mask::",), ("anaconda.org/t/", "api.telegram.org/"),
-    ("echo",), ("-u", "-U", "--auth"), ("-",),
-    ("onfig", "ONFIG"),
-    ("(",), ('"',),
-    ("etx", "ETX", "ENV", "ARG", "env", "arg", "Env", "Arg", "set ", "SET ", "Set "), (";",), ("value:",), ("</",),
-    ("alue=", "ALUE="),
-    ("=", ":", "＝", "："), (" is", " was", " IS", " WAS", " Is", " Was"),
-    ("密码", "口令", "令牌", "密钥", "秘钥", "私钥", "授权码", "访问码", "是", "为", "：", "＝"),
-]
-assert len(_NEEDLES) == len(_RULES)
 
 _HOME_RE = re.compile(r"(?:/home/|/Users/|[A-Za-z]:\\\\?Users\\\\?)(?P<u>[A-Za-z0-9._\-]{1,64})")
 _NOT_USERS = {"<user>", "root", "shared", "public", "default", "all users", "runner"}
@@ -470,7 +489,7 @@ def _scan(text: str, base: int, spans: list[tuple[int, int, str]]) -> None:
     *base* (the position of *text* in the text being redacted)."""
     for m in _TOKEN_RE.finditer(text):
         spans.append((base + m.start(), base + m.end(), _TOKEN_KINDS[m.lastgroup or ""]))
-    for (kind, rx, check_name, value_ok), needles in zip(_RULES, _NEEDLES):
+    for kind, check_name, value_ok, rx, needles in _RULES:
         if not any(n in text for n in needles):
             continue
         for m in rx.finditer(text):

@@ -136,6 +136,21 @@ def test_empty_and_blank_inputs(mod):
         assert float(mod.detect(text)) == 0.0
 
 
+def test_every_parser_declares_its_opening():
+    """Each registry module's kind is said once, in its Opening; the opening runs inside the guard: a terminal
+    capture's colours go before the empty-input check, so a paste of colour codes alone is empty input."""
+    from diagnostics.parsers import KINDS, _module
+    from diagnostics.parsers.base import Opening
+    for kind in KINDS:
+        opening = _module(kind).OPENING
+        assert isinstance(opening, Opening) and opening.kind == kind
+        assert _module(kind).parse("").kind == kind
+        if opening.empty:
+            assert _module(kind).parse("").notes == ["empty input"]
+        if opening.tool:
+            assert _module(kind).parse("\x1b[0m\x00 \x1b[1;31m\n").notes == ["empty input"]
+
+
 @pytest.mark.parametrize("mod", list(MODULES.values()), ids=list(MODULES))
 def test_binary_junk(mod):
     blob = bytes(range(256)) * 400 + b"\x00\xff\xfe" * 1000

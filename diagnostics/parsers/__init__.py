@@ -1,7 +1,8 @@
 """One parser per tool output.  Live probes hand their raw text to the same parser that reads a pasted dump.
 
-Each module in KINDS exports ``KIND`` (str), ``detect(text) -> float`` (0..1, how sure it is that *text*
-is its tool's output) and ``parse(text) -> ParseResult``.  ``parse`` must never raise on any input: unknown
+Each module in KINDS exports ``OPENING`` (a ``base.Opening``: its kind, and how its text is opened before its
+own reading), ``detect(text) -> float`` (0..1, how sure it is that *text* is its tool's output) and
+``parse(text) -> ParseResult``.  ``parse`` must never raise on any input: unknown
 or truncated text yields the facts it can plus a note.
 """
 from __future__ import annotations

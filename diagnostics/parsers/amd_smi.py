@@ -26,10 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..smi_values import UNIT_BYTES, mem_bytes
-from .base import ParseResult, SmiGpu, empty_input, guarded_parse, json_values, tool_text
+from .base import Opening, ParseResult, SmiGpu, json_values
 from .rocminfo import cut_marker, gpu_list_facts, is_placeholder, looks_like_driver_version, set_gfx, strip_ansi
-
-KIND = "amd_smi"
 
 _GPU_HEADER_RE = re.compile(r"^GPU:\s*(\d+)\s*$")
 _ROCM_VERSION_RE = re.compile(r"ROCm version:\s*(\d+\.\d+(?:\.\d+)*)")
@@ -39,14 +37,13 @@ _BOX_IDX_ROW_RE = re.compile(r"^\|\s*(\d+)\s+\S+.*?\|.*?(\d+)\s*/\s*(\d+)\s*MB\s
 _SELECTION_RE = re.compile(r"amd-smi\b[^\n]*\s(?:-g|--gpu)\s+\d")
 _JSON_START_RE = re.compile(r"(?m)^[ \t]*[\[{]")
 
-_ERROR_LINE_RE = re.compile(
-    r"(?m)^[^\n]*(?:^[ \t]*ERROR|Unable to detect any GPU devices|AMDSMI_STATUS_|Traceback \(most recent call last\)"
-    r"|ModuleNotFoundError|ImportError|amdsmi_init|Permission denied)[^\n]*$")
 _MONITOR_HEADER_RE = re.compile(r"(?m)^[ \t]*GPU[ \t]+(?:XCP[ \t]+)?(?:POWER|GPU_T|MEM_T|GFX_|MEM_|VRAM_|ENC_|DEC_|SINGLE_ECC|PCIE_)")
 _BOX_LINE_RE = re.compile(r"(?m)^[ \t]*\|[^\n]*$")
 
+# the tool's error lines: a line starting ERROR, or one holding a marker (the markers alone: a cheap whole-text check)
 _ERROR_MARKERS = ("Unable to detect any GPU devices", "AMDSMI_STATUS_", "Traceback (most recent call last)",
-                  "ModuleNotFoundError", "ImportError", "amdsmi_init", "Permission denied")  # cheap whole-text pre-checks
+                  "ModuleNotFoundError", "ImportError", "amdsmi_init", "Permission denied")
+_ERROR_LINE_RE = re.compile(r"(?m)^[^\n]*(?:^[ \t]*ERROR|" + "|".join(map(re.escape, _ERROR_MARKERS)) + r")[^\n]*$")
 
 
 def detect(text: str) -> float:
@@ -70,8 +67,11 @@ def detect(text: str) -> float:
     return score
 
 
+OPENING = Opening("amd_smi", "amd-smi", tool=True)
+
+
 def parse(text: str) -> ParseResult:
-    return guarded_parse(KIND, text, _parse_into, "amd-smi")
+    return OPENING.parse(text, _parse_into)
 
 
 def _bytes(value: Any) -> int | None:
@@ -193,9 +193,7 @@ class _Found:
 
 
 def _parse_into(text: str, res: ParseResult) -> None:
-    text = tool_text(text).replace("\r", "")
-    if empty_input(text, res):
-        return
+    text = text.replace("\r", "")
     # Each kind of line is found by its own scan, so a 10 MB paste costs a few regex passes, not a Python
     # loop over every line.  Scans that cannot match (marker absent from the whole text) are skipped.
     found = _Found()

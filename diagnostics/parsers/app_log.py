@@ -31,85 +31,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..textnorm import clean_log
-from .base import ParseResult, build_flavour, guarded_parse, kernel_facts
+from .base import Opening, ParseResult, build_flavour, kernel_facts
 
-KIND = "app_log"
 MAX_LINES = 50_000
 MAX_LINE = 4000
 MIB = 1024 * 1024
 
 _VER = r"\d+\.\d+(?:\.\d+)?(?:[a-z]+\d*)?(?:\.dev\d+)?(?:\+[\w.]+)?"
 _TORCH_VERSION = re.compile(rf"^{_VER}$")
-
-# ComfyUI / Forge / Fooocus (comfy.model_management and its forks)
-_TOTAL_VRAM = re.compile(r"^Total VRAM (\d{1,8}) MB, total RAM (\d{1,9}) MB\b")
-_PT_VERSION = re.compile(r"(?i)^py ?torch version: (\S{1,80})")
-_DEVICE_COMFY = re.compile(r"^Device: (cuda:\d{1,2}) (.{1,120}?) : [\w.-]{1,40}\s*$")
-_DEVICE_FORGE = re.compile(r"^Device: (.{1,120}?) \((cuda:\d{1,2})\)(?: - \S.*)?$")
-_AMD_ARCH = re.compile(r"^AMD arch: (gfx[0-9a-f]{3,4})\s*$")
-_ROCM_TUPLE = re.compile(r"^ROCm version: \((\d{1,2}), (\d{1,2})\)\s*$")
-_COMFY_PYTHON = re.compile(r"^(?:\*\* )?(?i:Python version): (\d\.\d{1,2}\.\d{1,2})\b")
-# the 'System Information' / 'Devices' part of ComfyUI's error report (markdown, '- **Name:** ...' once unbolded)
-_REPORT_NAME = re.compile(r"^Name: (cuda:\d{1,2}) (.{1,120}?) : [\w.-]{1,40}\s*$")
-_REPORT_VRAM = re.compile(r"^VRAM Total: (\d{6,15})\s*$")
-_REPORT_OS = re.compile(r"^OS: (nt|win32|posix|linux|darwin)\s*$")
-_COMFY_PLATFORM = re.compile(r"^\*\* Platform: (Windows|Linux|Darwin)\s*$")
-_ZLUDA = re.compile(r"\s*\[ZLUDA\]\s*$")
-# A1111 / Forge launch
-_PY_BANNER = re.compile(r"^Python (\d\.\d{1,2}\.\d{1,2})\s\((?:tags/|main|default|[^)]{0,80}\d{4})[^)]{0,120}\)(.{0,120})$")
-_A1111_FOOTER = re.compile(r"\bpython: (\d\.\d{1,2}\.\d{1,2})\s+\S\s+torch: (\S{1,80})")
-_TORCH_NO_GPU = re.compile(r"(?:^|RuntimeError: |AssertionError: )Torch is not able to use GPU\b")
-# pip
-_PIP_INSTALLED = re.compile(r"^Successfully installed (.{1,3000})$")
-_PIP_TORCH = re.compile(rf"(?:^|\s)torch-({_VER})(?=\s|$)")
-_PIP_SATISFIED = re.compile(rf"^Requirement already satisfied: torch(?:==\S+)? in \S.{{0,300}}? \(({_VER})\)\s*$")
-# ollama serve
-# 'msg="Listening on 127.0.0.1:11434 (version 0.5.7)"'; before the structured log (0.1.x, 2023) the line was
-# '2023/12/18 21:59:15 routes.go:871: Listening on 127.0.0.1:11434 (version 0.1.16)'
-_OLLAMA_LISTEN = re.compile(r"(?:msg=\"|^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d routes\.go:\d{1,5}: )Listening on \S{1,200} "
-                            r"\(version ([0-9][\w.+-]{0,40})\)")
-_OLLAMA_COMPUTE = re.compile(r"msg=\"?inference compute\"?\s(.{1,1500})$")
-_KV = re.compile(r"(\w{1,40})=(\"[^\"]{0,300}\"|\S{0,300})")
-_OLLAMA_GPU_TYPE = re.compile(r"msg=\"amdgpu is (?:not )?supported[^\"]{0,600}\"(?:\s\S{1,300})*?\sgpu_type=(gfx[0-9a-f]{3,4})\b")
-_OLLAMA_OLD_UNSUPPORTED = re.compile(r"amdgpu \[\d{1,2}\] (gfx[0-9a-f]{3,4}) is not supported by ")
-_OLLAMA_DETECTED = re.compile(r"detected amdgpu versions \[((?:gfx[0-9a-f]{3,4} ?){1,16})\]")
-_OLLAMA_ENV_MAP = re.compile(r"msg=\"?server config\"? env=\"map\[")
-_OLLAMA_SKIP_CHECK = re.compile(r"msg=\"skipping rocm gfx compatibility check\" HSA_OVERRIDE_GFX_VERSION=(\S{1,40})")
-_ENV_IN_MAP = re.compile(r"(?:^|[\s\[])(HSA_OVERRIDE_GFX_VERSION|HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES"
-                         r"|CUDA_VISIBLE_DEVICES|GPU_DEVICE_ORDINAL):(\S{0,200})")
-_SIZE = re.compile(r"^\"?(\d{1,6}(?:\.\d{1,3})?) ?(GiB|MiB|GB|MB)\"?$")
-_PCI_ID_NAME = re.compile(r"^\"?(?:[0-9a-f]{4}:[0-9a-f]{4}|ROCm\d|CUDA\d)\"?$", re.I)
-# llama.cpp (ggml's CUDA/HIP backend)
-_GGML_FOUND = re.compile(r"^ggml_(?:cuda_init|init_cublas): found (\d{1,3}) (ROCm|CUDA) devices:")
-_GGML_DEV_GFX = re.compile(r"^\s*Device \d{1,3}: (.{0,120}?), (gfx[0-9a-f]{3,4})(?::[\w+:-]{0,40})? \(0x[0-9a-f]{3,4}\), VMM: (?:yes|no)")
-_GGML_DEV_CC = re.compile(r"^\s*Device \d{1,3}: (.{0,120}?), compute capability (\d{1,2})\.(\d), VMM: (?:yes|no)")
-_GGML_NO_DEVICE = re.compile(r"^ggml_cuda_init: failed to initialize ROCm: no ROCm-capable device is detected")
-# TensorFlow
-_TF_DEVICE = re.compile(r"physical GPU \(device: \d{1,3}, name: ([^,()]{1,120}), pci bus id: [0-9a-fA-F:.]{1,20}"
-                        r"(?:, compute capability: (\d{1,2})\.(\d))?\)")
-_TF_IGNORING = re.compile(r"Ignoring visible gpu device \(device: \d{1,3}, name: ([^,()]{1,120}), pci bus id: "
-                          r"[0-9a-fA-F:.]{1,20}, compute capability: (\d{1,2})\.(\d)\)")
-# vLLM
-_VLLM_VERSION = re.compile(rf"(?:vLLM API server version |Initializing an? (?:V\d )?LLM engine \(v)({_VER})\b")
-# the GitHub bug-report templates of PyTorch and its neighbours ('- GPU models and configuration: AMD Raven'); the
-# collect_env output of the same name is read by its own parser first (its 'GPU 0: NAME' lines)
-_TEMPLATE_GPU = re.compile(r"^(?:[-*]\s*)?GPU models and configuration\s*:\s*(?:GPU \d{1,2}: )?(\S.{0,118})$")
-_NAME_GFX = re.compile(r"^(.{0,120}?)\s*\((gfx[0-9a-f]{3,4})(?::[\w+:-]{0,40})?\)\s*$")
-_TEMPLATE_UNKNOWN = re.compile(r"(?i)^(?:n/?a|none|no|unknown|could not collect|no cuda|no gpus?|-|\?|cpu(?: only)?)\.?$")
-# a check script's own sentence for torch.cuda.is_available() == False ('CUDA is not available. PyTorch will use
-# the CPU.'), only when the same paste also shows torch's version (so the sentence is torch's check, not another tool's)
-_CUDA_NOT_AVAILABLE = re.compile(r"^(?:torch\.)?CUDA (?:is )?not available\b")
-# lspci (plain, -nn, -k, -v): '03:00.0 VGA compatible controller [0300]: NVIDIA Corporation GA107M [GeForce RTX 3050
-# Mobile] [10de:25a2] (rev a1)'; only display and 3D classes (the card's HDMI audio function is another class)
-_LSPCI = re.compile(r"^(?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7] (?:VGA compatible controller|3D controller"
-                    r"|Display controller)(?: \[03[0-9a-f]{2}\])?: (.{1,240})$", re.I)
-_LSPCI_VENDOR = (("amd", re.compile(r"^(?:Advanced Micro Devices|ATI Technologies)|\[AMD(?:/ATI)?\]|\[1002:[0-9a-f]{4}\]")),
-                 ("nvidia", re.compile(r"^NVIDIA Corporation|\[10de:[0-9a-f]{4}\]")),
-                 ("intel", re.compile(r"^Intel Corporation|\[8086:[0-9a-f]{4}\]")))
-# uname -a
-# an agent's name line of rocminfo, alone (``rocminfo | grep gfx`` / ``grep -i name``): the GPUs' targets, in order
-_ROCMINFO_NAME = re.compile(r"^\s*Name:\s+(gfx[0-9][0-9a-f]{1,3})\s*$")
-_UNAME = re.compile(r"^Linux \S{1,64} (\d+\.\d+\.\d+[\w.+~-]{0,80}) #\d{1,6}")
 
 _AMD_NAME = re.compile(r"(?i)\b(amd|radeon|instinct)\b")
 _NVIDIA_NAME = re.compile(r"(?i)\b(nvidia|geforce|rtx|gtx|quadro|tesla)\b")
@@ -157,8 +86,11 @@ def detect(text: str) -> float:
     return 0.5 if seen.hits and seen.facts else 0.0
 
 
+OPENING = Opening("app_log", "app log", empty=False)
+
+
 def parse(text: str) -> ParseResult:
-    return guarded_parse(KIND, text, _parse_into, "app log")
+    return OPENING.parse(text, _parse_into)
 
 
 def parse_embedded(text: str) -> ParseResult:
@@ -185,6 +117,12 @@ def _scan(text: str) -> _Seen:
             seen.directml = True
         _read(s, seen)
     return seen
+
+
+# ollama's 'inference compute' line: its KEY=value pairs, the GPU's size and a PCI id given for a name
+_KV = re.compile(r"(\w{1,40})=(\"[^\"]{0,300}\"|\S{0,300})")
+_SIZE = re.compile(r"^\"?(\d{1,6}(?:\.\d{1,3})?) ?(GiB|MiB|GB|MB)\"?$")
+_PCI_ID_NAME = re.compile(r"(?i)^\"?(?:[0-9a-f]{4}:[0-9a-f]{4}|ROCm\d|CUDA\d)\"?$")
 
 
 def _ollama_compute(kv: dict[str, str], seen: _Seen) -> None:
@@ -225,6 +163,10 @@ def _comfy_vram(m: re.Match[str], seen: _Seen) -> None:
     seen.put("host.mem_total_bytes", int(m.group(2)) * MIB)
 
 
+# the mark ZLUDA's builds put after the device's name
+_ZLUDA = re.compile(r"\s*\[ZLUDA\]\s*$")
+
+
 def _app_device(name: str, seen: _Seen) -> None:
     """The cuda device the app picked: torch.cuda.is_available() said True (ZLUDA's mark taken off the name)."""
     if _ZLUDA.search(name):
@@ -254,6 +196,9 @@ def _torch_no_gpu(m: re.Match[str], seen: _Seen) -> None:
     seen.put("torch.installed", True)
 
 
+_PIP_TORCH = re.compile(rf"(?:^|\s)torch-({_VER})(?=\s|$)")
+
+
 def _pip_installed(m: re.Match[str], seen: _Seen) -> None:
     t = _PIP_TORCH.search(m.group(1))
     if t:
@@ -263,6 +208,11 @@ def _pip_installed(m: re.Match[str], seen: _Seen) -> None:
 
 def _pip_satisfied(m: re.Match[str], seen: _Seen) -> None:
     seen.pip_torch = m.group(1)
+
+
+# ollama's 'server config' env map
+_ENV_IN_MAP = re.compile(r"(?:^|[\s\[])(HSA_OVERRIDE_GFX_VERSION|HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES"
+                         r"|CUDA_VISIBLE_DEVICES|GPU_DEVICE_ORDINAL):(\S{0,200})")
 
 
 def _ollama_env(m: re.Match[str], seen: _Seen) -> None:
@@ -313,6 +263,11 @@ def _vllm(m: re.Match[str], seen: _Seen) -> None:
         seen.put("pkg.vllm_build", build)
 
 
+# a bug-report template's GPU value: ROCm torch's 'NAME (gfx1100)', or a word for none
+_NAME_GFX = re.compile(r"^(.{0,120}?)\s*\((gfx[0-9a-f]{3,4})(?::[\w+:-]{0,40})?\)\s*$")
+_TEMPLATE_UNKNOWN = re.compile(r"(?i)^(?:n/?a|none|no|unknown|could not collect|no cuda|no gpus?|-|\?|cpu(?: only)?)\.?$")
+
+
 def _template_gpu(m: re.Match[str], seen: _Seen) -> None:
     value = m.group(1).strip()
     g = _NAME_GFX.match(value)   # ROCm torch's own form: 'AMD Radeon RX 7900 XTX (gfx1100)'
@@ -322,6 +277,12 @@ def _template_gpu(m: re.Match[str], seen: _Seen) -> None:
     if value and not _TEMPLATE_UNKNOWN.match(value):
         _gpu_name(value, seen)
         seen.hits.add("template")
+
+
+# the vendor of an lspci display device: its name or its PCI vendor id
+_LSPCI_VENDOR = (("amd", re.compile(r"^(?:Advanced Micro Devices|ATI Technologies)|\[AMD(?:/ATI)?\]|\[1002:[0-9a-f]{4}\]")),
+                 ("nvidia", re.compile(r"^NVIDIA Corporation|\[10de:[0-9a-f]{4}\]")),
+                 ("intel", re.compile(r"^Intel Corporation|\[8086:[0-9a-f]{4}\]")))
 
 
 def _lspci(m: re.Match[str], seen: _Seen) -> None:
@@ -346,55 +307,88 @@ def _uname(m: re.Match[str], seen: _Seen) -> None:
 _Act = Callable[[re.Match[str], _Seen], None]
 
 # The readers, in the order they are tried; the first that reads a line reads it alone.  A row: a literal the line
-# must hold before the pattern is tried (one the pattern itself requires, so it only saves time; None: none), how
-# the pattern is applied, the app its reading names (None: the action says so itself, or it names none), and
-# what it does with the match.
-_READERS: tuple[tuple[str | None, Callable[[str], re.Match[str] | None], str | None, _Act], ...] = (
-    # ComfyUI / Forge / Fooocus
-    (None, _TOTAL_VRAM.match, "comfy", _comfy_vram),
-    (None, _PT_VERSION.match, None, lambda m, seen: _torch_version(m.group(1), seen, "comfy")),
-    (None, _DEVICE_COMFY.match, "comfy-device", lambda m, seen: _app_device(m.group(2), seen)),
-    (None, _REPORT_NAME.match, "comfy-device", lambda m, seen: _app_device(m.group(2), seen)),
-    (None, _DEVICE_FORGE.match, "comfy-device", lambda m, seen: _app_device(m.group(1), seen)),
-    (None, _AMD_ARCH.match, "comfy", lambda m, seen: seen.amd_targets(m.group(1))),
-    (None, _ROCM_TUPLE.match, "comfy",
+# must hold before the pattern is tried (one the pattern itself requires, so it only saves time; None: none), the
+# pattern (searched in the line; one anchored with '^' reads it from its start), the app its reading names (None:
+# the action says so itself, or it names none), and what it does with the match.  Compiled once, by the loop below.
+_READER_ROWS: tuple[tuple[str | None, str, str | None, _Act], ...] = (
+    # ComfyUI / Forge / Fooocus (comfy.model_management and its forks)
+    (None, r"^Total VRAM (\d{1,8}) MB, total RAM (\d{1,9}) MB\b", "comfy", _comfy_vram),
+    (None, r"(?i)^py ?torch version: (\S{1,80})", None, lambda m, seen: _torch_version(m.group(1), seen, "comfy")),
+    (None, r"^Device: (cuda:\d{1,2}) (.{1,120}?) : [\w.-]{1,40}\s*$", "comfy-device",
+     lambda m, seen: _app_device(m.group(2), seen)),
+    # the 'System Information' / 'Devices' part of ComfyUI's error report (markdown, '- **Name:** ...' once unbolded)
+    (None, r"^Name: (cuda:\d{1,2}) (.{1,120}?) : [\w.-]{1,40}\s*$", "comfy-device",
+     lambda m, seen: _app_device(m.group(2), seen)),
+    (None, r"^Device: (.{1,120}?) \((cuda:\d{1,2})\)(?: - \S.*)?$", "comfy-device",
+     lambda m, seen: _app_device(m.group(1), seen)),
+    (None, r"^AMD arch: (gfx[0-9a-f]{3,4})\s*$", "comfy", lambda m, seen: seen.amd_targets(m.group(1))),
+    (None, r"^ROCm version: \((\d{1,2}), (\d{1,2})\)\s*$", "comfy",
      lambda m, seen: seen.put("torch.hip_version", f"{int(m.group(1))}.{int(m.group(2))}")),
-    (None, _COMFY_PYTHON.match, None, lambda m, seen: _python(m.group(1), "[MSC v." in m.string, seen)),
-    (None, _REPORT_VRAM.match, "comfy", lambda m, seen: seen.vram_bytes.append(int(m.group(1)))),
-    (None, _REPORT_OS.match, None, lambda m, seen: _windows(m.group(1) in ("nt", "win32"), seen)),
-    (None, _COMFY_PLATFORM.match, "comfy", lambda m, seen: _windows(m.group(1) == "Windows", seen)),
+    (None, r"^(?:\*\* )?(?i:Python version): (\d\.\d{1,2}\.\d{1,2})\b", None,
+     lambda m, seen: _python(m.group(1), "[MSC v." in m.string, seen)),
+    (None, r"^VRAM Total: (\d{6,15})\s*$", "comfy", lambda m, seen: seen.vram_bytes.append(int(m.group(1)))),
+    (None, r"^OS: (nt|win32|posix|linux|darwin)\s*$", None,
+     lambda m, seen: _windows(m.group(1) in ("nt", "win32"), seen)),
+    (None, r"^\*\* Platform: (Windows|Linux|Darwin)\s*$", "comfy",
+     lambda m, seen: _windows(m.group(1) == "Windows", seen)),
     # A1111 / Forge launch, pip
-    ("Python ", _PY_BANNER.match, None, lambda m, seen: _python(m.group(1), "[MSC v." in m.group(2), seen)),
-    ("torch: ", _A1111_FOOTER.search, None, _a1111_footer),
-    ("Torch is not able to use GPU", _TORCH_NO_GPU.search, "a1111", _torch_no_gpu),
-    (None, _PIP_INSTALLED.match, None, _pip_installed),
-    (None, _PIP_SATISFIED.match, "pip", _pip_satisfied),
-    # ollama serve
-    ("Listening on ", _OLLAMA_LISTEN.search, "ollama", lambda m, seen: seen.put("ollama.version", m.group(1))),
-    ("inference compute", _OLLAMA_COMPUTE.search, None,
+    ("Python ", r"^Python (\d\.\d{1,2}\.\d{1,2})\s\((?:tags/|main|default|[^)]{0,80}\d{4})[^)]{0,120}\)(.{0,120})$",
+     None, lambda m, seen: _python(m.group(1), "[MSC v." in m.group(2), seen)),
+    ("torch: ", r"\bpython: (\d\.\d{1,2}\.\d{1,2})\s+\S\s+torch: (\S{1,80})", None, _a1111_footer),
+    ("Torch is not able to use GPU", r"(?:^|RuntimeError: |AssertionError: )Torch is not able to use GPU\b", "a1111",
+     _torch_no_gpu),
+    (None, r"^Successfully installed (.{1,3000})$", None, _pip_installed),
+    (None, rf"^Requirement already satisfied: torch(?:==\S+)? in \S.{{0,300}}? \(({_VER})\)\s*$", "pip",
+     _pip_satisfied),
+    # ollama serve: 'msg="Listening on 127.0.0.1:11434 (version 0.5.7)"'; before the structured log (0.1.x, 2023)
+    # the line was '2023/12/18 21:59:15 routes.go:871: Listening on 127.0.0.1:11434 (version 0.1.16)'
+    ("Listening on ", r"(?:msg=\"|^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d routes\.go:\d{1,5}: )Listening on \S{1,200} "
+     r"\(version ([0-9][\w.+-]{0,40})\)", "ollama", lambda m, seen: seen.put("ollama.version", m.group(1))),
+    ("inference compute", r"msg=\"?inference compute\"?\s(.{1,1500})$", None,
      lambda m, seen: _ollama_compute(dict(_KV.findall(m.group(1))), seen)),
-    ("server config", _OLLAMA_ENV_MAP.search, "ollama", _ollama_env),
-    ("skipping rocm", _OLLAMA_SKIP_CHECK.search, "ollama",
+    ("server config", r"msg=\"?server config\"? env=\"map\[", "ollama", _ollama_env),
+    ("skipping rocm", r"msg=\"skipping rocm gfx compatibility check\" HSA_OVERRIDE_GFX_VERSION=(\S{1,40})", "ollama",
      lambda m, seen: seen.put("env.HSA_OVERRIDE_GFX_VERSION", m.group(1).strip("\"'"))),
-    ("amdgpu is ", _OLLAMA_GPU_TYPE.search, "ollama", lambda m, seen: seen.amd_targets(m.group(1))),
-    ("amdgpu [", _OLLAMA_OLD_UNSUPPORTED.search, "ollama", lambda m, seen: seen.amd_targets(m.group(1))),
-    ("detected amdgpu", _OLLAMA_DETECTED.search, "ollama", lambda m, seen: seen.amd_targets(*m.group(1).split())),
-    # llama.cpp
-    ("ggml_", _GGML_FOUND.match, "ggml", _ggml_found),
-    ("Device ", _GGML_DEV_GFX.match, "ggml", _ggml_gfx),
-    ("Device ", _GGML_DEV_CC.match, "ggml", _ggml_cc),
-    ("ggml_cuda_init", _GGML_NO_DEVICE.match, "ggml", _ggml_no_device),
-    # TensorFlow, vLLM, bug-report templates, lspci, a check script's sentence, uname -a
-    ("physical GPU", _TF_DEVICE.search, "tensorflow", _tf_device),
-    ("Ignoring visible", _TF_IGNORING.search, "tensorflow", _tf_device),
-    ("LLM ", _VLLM_VERSION.search, "vllm", _vllm),
-    ("GPU models", _TEMPLATE_GPU.match, None, _template_gpu),
-    ("controller", _LSPCI.match, None, _lspci),
-    ("CUDA ", _CUDA_NOT_AVAILABLE.match, None, _cuda_not_available),
-    ("Linux ", _UNAME.match, None, _uname),
-    # (targets only: the vendor follows from them in derive, as it does for a whole rocminfo)
-    ("Name:", _ROCMINFO_NAME.match, None, lambda m, seen: seen.add("gpu.gfx_targets", m.group(1))),
+    ("amdgpu is ", r"msg=\"amdgpu is (?:not )?supported[^\"]{0,600}\"(?:\s\S{1,300})*?\sgpu_type=(gfx[0-9a-f]{3,4})\b",
+     "ollama", lambda m, seen: seen.amd_targets(m.group(1))),
+    ("amdgpu [", r"amdgpu \[\d{1,2}\] (gfx[0-9a-f]{3,4}) is not supported by ", "ollama",
+     lambda m, seen: seen.amd_targets(m.group(1))),
+    ("detected amdgpu", r"detected amdgpu versions \[((?:gfx[0-9a-f]{3,4} ?){1,16})\]", "ollama",
+     lambda m, seen: seen.amd_targets(*m.group(1).split())),
+    # llama.cpp (ggml's CUDA/HIP backend)
+    ("ggml_", r"^ggml_(?:cuda_init|init_cublas): found (\d{1,3}) (ROCm|CUDA) devices:", "ggml", _ggml_found),
+    ("Device ", r"^\s*Device \d{1,3}: (.{0,120}?), (gfx[0-9a-f]{3,4})(?::[\w+:-]{0,40})? \(0x[0-9a-f]{3,4}\), "
+     r"VMM: (?:yes|no)", "ggml", _ggml_gfx),
+    ("Device ", r"^\s*Device \d{1,3}: (.{0,120}?), compute capability (\d{1,2})\.(\d), VMM: (?:yes|no)", "ggml",
+     _ggml_cc),
+    ("ggml_cuda_init", r"^ggml_cuda_init: failed to initialize ROCm: no ROCm-capable device is detected", "ggml",
+     _ggml_no_device),
+    # TensorFlow
+    ("physical GPU", r"physical GPU \(device: \d{1,3}, name: ([^,()]{1,120}), pci bus id: [0-9a-fA-F:.]{1,20}"
+     r"(?:, compute capability: (\d{1,2})\.(\d))?\)", "tensorflow", _tf_device),
+    ("Ignoring visible", r"Ignoring visible gpu device \(device: \d{1,3}, name: ([^,()]{1,120}), pci bus id: "
+     r"[0-9a-fA-F:.]{1,20}, compute capability: (\d{1,2})\.(\d)\)", "tensorflow", _tf_device),
+    # vLLM
+    ("LLM ", rf"(?:vLLM API server version |Initializing an? (?:V\d )?LLM engine \(v)({_VER})\b", "vllm", _vllm),
+    # the GitHub bug-report templates of PyTorch and its neighbours ('- GPU models and configuration: AMD Raven'); the
+    # collect_env output of the same name is read by its own parser first (its 'GPU 0: NAME' lines)
+    ("GPU models", r"^(?:[-*]\s*)?GPU models and configuration\s*:\s*(?:GPU \d{1,2}: )?(\S.{0,118})$", None,
+     _template_gpu),
+    # lspci (plain, -nn, -k, -v): '03:00.0 VGA compatible controller [0300]: NVIDIA Corporation GA107M [GeForce RTX
+    # 3050 Mobile] [10de:25a2] (rev a1)'; only display and 3D classes (the card's HDMI audio function is another class)
+    ("controller", r"(?i)^(?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7] (?:VGA compatible controller|3D controller"
+     r"|Display controller)(?: \[03[0-9a-f]{2}\])?: (.{1,240})$", None, _lspci),
+    # a check script's own sentence for torch.cuda.is_available() == False ('CUDA is not available. PyTorch will use
+    # the CPU.'), only when the same paste also shows torch's version (so the sentence is torch's check, not another's)
+    ("CUDA ", r"^(?:torch\.)?CUDA (?:is )?not available\b", None, _cuda_not_available),
+    # uname -a
+    ("Linux ", r"^Linux \S{1,64} (\d+\.\d+\.\d+[\w.+~-]{0,80}) #\d{1,6}", None, _uname),
+    # an agent's name line of rocminfo, alone (``rocminfo | grep gfx`` / ``grep -i name``): the GPUs' targets, in
+    # order (targets only: the vendor follows from them in derive, as it does for a whole rocminfo)
+    ("Name:", r"^\s*Name:\s+(gfx[0-9][0-9a-f]{1,3})\s*$", None,
+     lambda m, seen: seen.add("gpu.gfx_targets", m.group(1))),
 )
+_READERS = tuple((literal, re.compile(pattern).search, app, act) for literal, pattern, app, act in _READER_ROWS)
 
 
 def _read(s: str, seen: _Seen) -> None:

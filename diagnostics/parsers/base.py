@@ -1,6 +1,6 @@
-"""What every dump parser returns, and the small pieces several parsers share: the empty-input check, the window
-read from a huge paste, the JSON values of a dump, the SMI tools' text, build flavours, kernel facts, the SMI GPU
-record, GPU processes and the log layers."""
+"""What every dump parser returns, and the small pieces several parsers share: how a parser opens its text (the
+empty-input check, the window read from a huge paste, a terminal capture's text), the JSON values of a dump, the
+SMI tools' text, build flavours, kernel facts, the SMI GPU record, GPU processes and the log layers."""
 from __future__ import annotations
 
 import json
@@ -38,6 +38,34 @@ def empty_input(text: str, res: ParseResult) -> bool:
         res.notes.append("empty input")
         return True
     return False
+
+
+@dataclass(frozen=True)
+class Opening:
+    """How a parser opens a text before its own reading, declared once beside its ``parse``: the kind of its result
+    and what its notes call the text; a terminal capture (*tool*: ANSI colours and NUL bytes removed, see
+    ``tool_text``); empty input noted and nothing read (*empty*); and, where *markers* are given, only the window
+    around the first of them read from a huge paste (``read_window`` with *lead* and *what*).  All of it runs inside
+    ``guarded_parse``."""
+    kind: str
+    label: str
+    tool: bool = False
+    empty: bool = True
+    markers: tuple[str, ...] = ()
+    lead: int = 0
+    what: str = ""
+
+    def parse(self, text: str, fill: "Callable[[str, ParseResult], None]") -> ParseResult:
+        return guarded_parse(self.kind, text, lambda t, res: self._open(t, res, fill), self.label)
+
+    def _open(self, text: str, res: ParseResult, fill: "Callable[[str, ParseResult], None]") -> None:
+        if self.tool:
+            text = tool_text(text)
+        if self.empty and empty_input(text, res):
+            return
+        if self.markers:
+            text = read_window(text, res, self.markers, self.lead, self.what)
+        fill(text, res)
 
 
 WINDOW = 2_000_000

@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..textnorm import clean_log
-from .base import ParseResult, guarded_parse
+from .base import Opening, ParseResult
 from .hipconfig import GPU_ENV_PREFIXES
 
-KIND = "check_script"
 MAX_LINES = 20_000
 LOOKAHEAD = 12   # lines between ``python -c "...print(X)..."`` and its value (warnings torch printed first)
 
@@ -161,8 +160,11 @@ def detect(text: str) -> float:
     return 0.0
 
 
+OPENING = Opening("check_script", "check script", empty=False)
+
+
 def parse(text: str) -> ParseResult:
-    return guarded_parse(KIND, text, _parse_into, "check script")
+    return OPENING.parse(text, _parse_into)
 
 
 def parse_embedded(text: str) -> ParseResult:
@@ -170,7 +172,7 @@ def parse_embedded(text: str) -> ParseResult:
     ``import torch``): what the registry adds when another tool's output is the main part of a paste (a pasted
     nvidia-smi table followed by ``print(torch.__version__)``).  'Label: value' lines are left to the main parser,
     whose own lines ('CUDA Version: 12.2' in nvidia-smi's header) would otherwise be misread."""
-    return guarded_parse(KIND, text, lambda t, r: _parse_into(t, r, labels=False), "check script")
+    return OPENING.parse(text, lambda t, r: _parse_into(t, r, labels=False))
 
 
 def _put(facts: dict[str, Any], fact: str, value: Any) -> None:

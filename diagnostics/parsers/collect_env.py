@@ -19,11 +19,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from .base import (ParseResult, build_flavour, empty_input, guarded_parse, kernel_facts, platform_kernel,
-                   read_window)
+from .base import Opening, ParseResult, build_flavour, kernel_facts, platform_kernel
 from .hipconfig import GPU_ENV_PREFIXES
-
-KIND = "collect_env"
 
 _UNKNOWN = {"", "n/a", "none", "could not collect", "no cuda", "unknown"}
 
@@ -145,15 +142,15 @@ def detect(text: str) -> float:
     return 0.0
 
 
+OPENING = Opening("collect_env", "collect_env", markers=("Collecting environment information", "PyTorch version:",
+                  "Traceback (most recent call last)"), lead=20_000, what="the collect_env report")
+
+
 def parse(text: str) -> ParseResult:
-    return guarded_parse(KIND, text, _parse_into, "collect_env")
+    return OPENING.parse(text, _parse_into)
 
 
 def _parse_into(text: str, res: ParseResult) -> None:
-    if empty_input(text, res):
-        return
-    text = read_window(text, res, ("Collecting environment information", "PyTorch version:",
-                                   "Traceback (most recent call last)"), 20_000, "the collect_env report")
     sec = _scan(text.split("\n"))
     if sec.in_traceback:
         res.notes.append("a traceback in the output has no final exception line: truncated?")

@@ -21,9 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .base import ParseResult, empty_input, guarded_parse, kernel_facts
-
-KIND = "dmesg"
+from .base import Opening, ParseResult, kernel_facts
 
 # timestamp / prefix forms: "[    7.026427] ", "[Thu Sep 10 14:36:15 2026] ", "kern  :info  : [ 1.0] ",
 # "Apr 12 00:54:42 host kernel: ", "2024-04-29T14:55:41,678628+02:00 ", "<6>[drm] ..."
@@ -120,8 +118,11 @@ def detect(text: str) -> float:
     return 0.0
 
 
+OPENING = Opening("dmesg", "dmesg")
+
+
 def parse(text: str) -> ParseResult:
-    return guarded_parse(KIND, text, _parse_into, "dmesg")
+    return OPENING.parse(text, _parse_into)
 
 
 @dataclass
@@ -144,8 +145,6 @@ class _Log:
 
 
 def _parse_into(text: str, res: ParseResult) -> None:
-    if empty_input(text, res):
-        return
     facts = res.facts
     log = _Log()
     for raw in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):

@@ -18,9 +18,8 @@ import re
 from typing import Any
 
 from ..textnorm import clean_log
-from .base import ParseResult, build_flavour, guarded_parse, platform_kernel
+from .base import Opening, ParseResult, build_flavour, platform_kernel
 
-KIND = "hf_env"
 MAX_LINES = 20_000
 
 _LINE = re.compile(r"^[-*•]?\s*(?P<label>[^:\n]{1,60}?)\s*:\s*(?P<value>.{0,300})$")
@@ -55,8 +54,11 @@ def detect(text: str) -> float:
     return 0.0
 
 
+OPENING = Opening("hf_env", "transformers/accelerate/diffusers env", empty=False)
+
+
 def parse(text: str) -> ParseResult:
-    return guarded_parse(KIND, text, _parse_into, "transformers/accelerate/diffusers env")
+    return OPENING.parse(text, _parse_into)
 
 
 def _parse_into(text: str, res: ParseResult) -> None:

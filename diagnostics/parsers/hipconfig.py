@@ -17,9 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .base import ParseResult, empty_input, guarded_parse, read_window
-
-KIND = "hipconfig"
+from .base import Opening, ParseResult
 
 _VERSION_LINE = re.compile(r"^HIP version\s*:\s*(\S+)")
 _KV = re.compile(r"^([A-Z][A-Z0-9_]+)\s*:\s?(.*)$")
@@ -68,14 +66,15 @@ def detect(text: str) -> float:
     return 0.0
 
 
+OPENING = Opening("hipconfig", "hipconfig", markers=("HIP version", "== hipconfig", "==hipconfig"), lead=10_000,
+                  what="the hipconfig report")
+
+
 def parse(text: str) -> ParseResult:
-    return guarded_parse(KIND, text, _parse_into, "hipconfig")
+    return OPENING.parse(text, _parse_into)
 
 
 def _parse_into(text: str, res: ParseResult) -> None:
-    if empty_input(text, res):
-        return
-    text = read_window(text, res, ("HIP version", "== hipconfig", "==hipconfig"), 10_000, "the hipconfig report")
     if _one_value(text.strip(), res):
         return
     sec = _scan(text.split("\n"))

@@ -16,9 +16,7 @@ from __future__ import annotations
 import re
 
 from ..smi_values import MIB, number
-from .base import GpuProcess, ParseResult, empty_input, guarded_parse, read_window
-
-KIND = "nvidia_smi"
+from .base import GpuProcess, Opening, ParseResult
 
 _HDR_DRIVER = re.compile(r"(?:Driver|KMD) Version:\s*(\d+(?:\.\d+)+)")
 _HDR_CUDA = re.compile(r"CUDA (?:UMD )?Version:\s*(\d+(?:\.\d+)+)")
@@ -85,8 +83,12 @@ def detect(text: str) -> float:
     return 0.0
 
 
+OPENING = Opening("nvidia_smi", "nvidia-smi", markers=("NVIDIA-SMI", "NVSMI LOG", "<nvidia_smi_log>",
+                  "Failed to initialize NVML", "GPU 0: ", "name, ", "index, "), lead=10_000, what="the nvidia-smi output")
+
+
 def parse(text: str) -> ParseResult:
-    return guarded_parse(KIND, text, _parse_into, "nvidia-smi")
+    return OPENING.parse(text, _parse_into)
 
 
 def _set_memory(facts: dict, totals: list[int], used: list[int | None], free: list[int | None] | None = None) -> None:
@@ -121,10 +123,6 @@ def _set_unlisted(facts: dict, mems: list[tuple[int, int]], procs: list[tuple[in
 
 
 def _parse_into(text: str, res: ParseResult) -> None:
-    if empty_input(text, res):
-        return
-    text = read_window(text, res, ("NVIDIA-SMI", "NVSMI LOG", "<nvidia_smi_log>", "Failed to initialize NVML",
-                                   "GPU 0: ", "name, ", "index, "), 10_000, "the nvidia-smi output")
     lines = [ln for ln in text.split("\n") if len(ln) <= 4000]
     facts = res.facts
 

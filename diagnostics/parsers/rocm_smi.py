@@ -26,10 +26,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base import ParseResult, SmiGpu, empty_input, guarded_parse, json_values, tool_text
+from .base import Opening, ParseResult, SmiGpu, json_values
 from .rocminfo import cut_marker, gpu_list_facts, is_placeholder, set_gfx, strip_ansi
-
-KIND = "rocm_smi"
 
 _GPU_LINE_RE = re.compile(r"^\s*GPU\[(\d+)\]\s*:\s*(.*)$")
 _ROW_RE = re.compile(r"^\s*(\d+)\s+\S")
@@ -75,8 +73,11 @@ def detect(text: str) -> float:
     return score
 
 
+OPENING = Opening("rocm_smi", "rocm-smi", tool=True)
+
+
 def parse(text: str) -> ParseResult:
-    return guarded_parse(KIND, text, _parse_into, "rocm-smi")
+    return OPENING.parse(text, _parse_into)
 
 
 def _int(value: Any) -> int | None:
@@ -161,9 +162,6 @@ class _Found:
 
 
 def _parse_into(text: str, res: ParseResult) -> None:
-    text = tool_text(text)
-    if empty_input(text, res):
-        return
     found = _Found()
     lines = text.splitlines()
     for raw in lines:

@@ -30,9 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..textnorm import strip_ansi  # noqa: F401  (re-exported for rocm_smi / amd_smi)
-from .base import ParseResult, empty_input, guarded_parse, tool_text
-
-KIND = "rocminfo"
+from .base import Opening, ParseResult
 
 # --- helpers shared with rocm_smi / amd_smi ---------------------------------------------------------
 
@@ -260,14 +258,14 @@ def _xnack_of(isa: str) -> bool | None:
     return None
 
 
+OPENING = Opening("rocminfo", "rocminfo", tool=True)
+
+
 def parse(text: str) -> ParseResult:
-    return guarded_parse(KIND, text, _parse_into, "rocminfo")
+    return OPENING.parse(text, _parse_into)
 
 
 def _parse_into(text: str, res: ParseResult) -> None:
-    text = tool_text(text)
-    if empty_input(text, res):
-        return
     st = _scan(text, res)
     truncated = _truncation(st, text, res)
     _driver_facts(st, res)

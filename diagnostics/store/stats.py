@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import delete, func, insert, or_, select, update
@@ -322,8 +322,8 @@ class Filters:
     gpu: str | None = None
     verdict: str | None = None
     status: str | None = None
-    since: Any = None
-    until: Any = None
+    since: str | date | None = None    # a day ('2026-11-01'), an ISO-8601 time, a date or a datetime
+    until: str | date | None = None    # a day counts whole
 
     def active(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v not in (None, "")}
