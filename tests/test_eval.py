@@ -148,8 +148,8 @@ def test_retired_batches_are_whole_and_out_of_the_heldout_split():
 
 # per batch: minimum logs, negatives, descriptions, first log number, first description number, most logs per id.
 # (Batch 4, retired in session 8, had (39, 8, 24, 142, 98, 3); batch 5, retired in session 10, (40, 10, 30, 182, 122, 4).)
-BATCH_SHAPE = {6: (32, 6, 18, 230, 160, 2), 7: (28, 5, 9, 290, 200, 2), 8: (30, 6, 16, 320, 210, 2),
-               9: (35, 6, 18, 352, 226, 2)}   # s185 (session 8), h188, h240, h271, h302, s132, s180, s207, h334, h335 (session 9) moved to tuning
+BATCH_SHAPE = {6: (28, 6, 18, 230, 160, 2), 7: (28, 5, 9, 290, 200, 2), 8: (28, 6, 15, 320, 210, 2),
+               9: (35, 6, 18, 352, 226, 2)}   # s185 (session 8), h188, h240, h271, h302, s132, s180, s207, h334, h335 (session 9), h236, h237, h238, h241, h320, h330, s224 (session 10) moved to tuning
 
 
 @pytest.mark.parametrize("batch", sorted(BATCH_SHAPE))
@@ -164,7 +164,8 @@ def test_heldout_batch_size_spread_and_languages(batch):
     n_logs, n_neg = len(logs), len(negatives)   # counts in the assertion, never the held-out cases themselves
     assert n_logs >= min_logs and n_neg >= min_neg, (n_logs, n_neg)
     per_id = collections.Counter(c.expected for c in logs if not c.negative)
-    assert len(per_id) >= 20, f"batch {batch} covers only {len(per_id)} ids"
+    # (collected over at least 20 ids each; exposed cases moved to tuning since can take a batch below that)
+    assert len(per_id) >= 18, f"batch {batch} covers only {len(per_id)} ids"
     crowded = {k: v for k, v in per_id.items() if v > per_id_max}
     assert not crowded, f"more than {per_id_max} batch-{batch} logs for one id: {crowded}"
     langs = collections.Counter(s.lang for s in syms)
