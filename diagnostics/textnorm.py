@@ -225,6 +225,39 @@ def _unquote(m: re.Match[str]) -> str:
     return chr(int(e[1:], 16)) if e[0] == "u" else _STRING_CHARS[e]
 
 
+# docker's json-file log driver: one record a line, the line the container wrote (with its "\\n") in "log"
+_DOCKER_RECORD = re.compile(r'^\{"log": ?"(.*)\\n", ?"stream": ?"std(?:out|err)"(?:, ?"time": ?"[^"\\]{0,64}")?\}$')
+
+
+def _line_reading(line: str) -> str | None:
+    """The text *line* stands for, when it is a quoted string or Markdown-escaped (None: it is what it says)."""
+    if "\\" not in line:
+        return None
+    reading = None
+    if "\\n" in line and "\\" not in _STRING_ESCAPE.sub("", line):
+        record = _DOCKER_RECORD.match(line) if line.startswith('{"log":') else None
+        reading = _clean(_STRING_ESCAPE.sub(_unquote, record.group(1) if record else line))
+    elif ("\\_" in line or "\\*" in line) and "\\" not in _MD_ESCAPE.sub("", line):
+        reading = _MD_ESCAPE.sub(r"\1", line)
+    return reading if reading is not None and reading != line else None
+
+
+def unescaped(text: str) -> str:
+    """*text* with every line that :func:`escaped_readings` reads otherwise replaced by that reading: what the dump
+    parsers read (a rocminfo inside docker's json-file log is a rocminfo).  Text without a backslash is returned
+    as it is (the same object)."""
+    if "\\" not in text:
+        return text
+    lines = text.split("\n")
+    changed = False
+    for i, line in enumerate(lines):
+        reading = _line_reading(line)
+        if reading is not None:
+            lines[i] = reading
+            changed = True
+    return "\n".join(lines) if changed else text
+
+
 def escaped_readings(text: str, max_chars: int | None = None) -> tuple[str, list[int]]:
     """Other readings of the lines that hold escapes: ``(appendix, line_numbers)``, one line number (1-based, of
     the line read) per appendix line.  A line that quotes a log as a string (every backslash an escape, one of
@@ -238,14 +271,8 @@ def escaped_readings(text: str, max_chars: int | None = None) -> tuple[str, list
     starts: list[int] = []
     total = 0
     for i, line in enumerate(text.split("\n")):
-        if "\\" not in line:
-            continue
-        reading = None
-        if "\\n" in line and "\\" not in _STRING_ESCAPE.sub("", line):
-            reading = _clean(_STRING_ESCAPE.sub(_unquote, line))
-        elif ("\\_" in line or "\\*" in line) and "\\" not in _MD_ESCAPE.sub("", line):
-            reading = _MD_ESCAPE.sub(r"\1", line)
-        if not reading or reading == line:
+        reading = _line_reading(line)
+        if not reading:
             continue
         parts = reading.split("\n")
         total += len(reading) + 1
