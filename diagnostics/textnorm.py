@@ -225,6 +225,17 @@ def _unquote(m: re.Match[str]) -> str:
     return chr(int(e[1:], 16)) if e[0] == "u" else _STRING_CHARS[e]
 
 
+def _decode(quoted: str) -> str:
+    """The string escapes of *quoted* (every backslash starts one) decoded; without \\u escapes by str.replace."""
+    if "\\u" in quoted:
+        return _STRING_ESCAPE.sub(_unquote, quoted)
+    out = quoted.replace("\\\\", "\x00")      # an escaped backslash first, so "\\\\n" stays a backslash and an n
+    for esc, ch in _STRING_CHARS.items():
+        if esc != "\\":
+            out = out.replace("\\" + esc, ch)
+    return out.replace("\x00", "\\")
+
+
 # docker's json-file log driver: one record a line, the line the container wrote (with its "\\n") in "log"
 _DOCKER_RECORD = re.compile(r'^\{"log": ?"(.*)\\n", ?"stream": ?"std(?:out|err)"(?:, ?"time": ?"[^"\\]{0,64}")?\}$')
 
@@ -236,7 +247,7 @@ def _line_reading(line: str) -> str | None:
     reading = None
     if "\\n" in line and "\\" not in _STRING_ESCAPE.sub("", line):
         record = _DOCKER_RECORD.match(line) if line.startswith('{"log":') else None
-        reading = _clean(_STRING_ESCAPE.sub(_unquote, record.group(1) if record else line))
+        reading = _clean(_decode(record.group(1) if record else line))
     elif ("\\_" in line or "\\*" in line) and "\\" not in _MD_ESCAPE.sub("", line):
         reading = _MD_ESCAPE.sub(r"\1", line)
     return reading if reading is not None and reading != line else None
