@@ -86,6 +86,7 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "gpu.present": ("bool", "derived: the machine has an AMD or NVIDIA GPU (on the PCI bus, named by a GPU tool or torch, or counted by a runtime); false only where the bus was read and shows none and nothing else shows one (derive.no_gpu_on_bus)"),
     "gpu.names": ("list[str]", "marketing names, in enumeration order"),
     "gpu.gfx_targets": ("list[str]", "gfx targets like 'gfx1100', 'gfx90a', in enumeration order"),
+    "gpu.gfx_reported_mismatch": ("bool", "a pasted log shows a board the ROCm runtime reports under another gfx target than Mesa's Vulkan driver names its chip (an override in effect); false when every such board agrees"),
     "gpu.native_gfx_targets": ("list[str]", "gfx targets from KFD topology sysfs (gfx_target_version), before any HSA_OVERRIDE_GFX_VERSION"),
     "gpu.isa_names": ("list[str]", "full ISA names with features, e.g. 'amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-'"),
     "gpu.xnack_enabled": ("bool", "XNACK is enabled on at least one GPU (xnack+)"),

@@ -16,7 +16,7 @@ from typing import Any, Iterable
 import re2
 
 from .kb import SEVERITY_RANK, Cond, Entry, KnowledgeBase, parse_version, select_variant
-from .textnorm import clean_log, clean_log_wraps, joined_wraps
+from .textnorm import clean_log, clean_log_wraps, escaped_readings, joined_wraps
 from .textnorm import pieces as _chunks  # ~1 MiB pieces cut at line ends
 
 __all__ = ["Matcher", "LogScan", "clean_log", "rank", "evaluate", "evaluate_entry", "run_entry_tests"]
@@ -77,7 +77,8 @@ class LogScan:
 
         Then the hard-wrapped runs of each log, joined back into single lines (textnorm.joined_wraps), are
         scanned for the patterns the log itself did not show: a signature cut by a terminal or a forum's wrap
-        still matches, with the line number of the run's first line.  *wrap_lengths* (one per log, from
+        still matches, with the line number of the run's first line.  Last, the lines that quote a log as a
+        string or carry Markdown escapes, read as the text they stand for (textnorm.escaped_readings).  *wrap_lengths* (one per log, from
         textnorm.clean_log_wraps) are the lengths its lines had as pasted, before a timestamp was stripped.
         *appendices*, when given, is filled with each log's appendix (None for a log not read: no patterns, or
         an empty log), for oom_facts to read the same joined runs without building them again."""
@@ -96,6 +97,11 @@ class LogScan:
                 appendices[k] = appendix
             if appendix:
                 self._scan_one(name, appendix, hits, line_map=starts,
+                               skip={p for p, hs in hits.items() if any(h.source == name for h in hs)})
+            # lines that quote a log as a string ("...\\nRuntimeError: ...") decoded, Markdown escapes undone
+            readings, at = escaped_readings(text)
+            if readings:
+                self._scan_one(name, readings, hits, line_map=at,
                                skip={p for p, hs in hits.items() if any(h.source == name for h in hs)})
         return {p: h for p, h in hits.items() if h}
 

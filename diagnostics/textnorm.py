@@ -17,6 +17,10 @@ the wrapped-line appendix is bounded by the size of the text.
 * :func:`c_locale_words` (part of :func:`clean_log`) - system messages printed in a Chinese or Japanese locale
   (``段错误 (核心已转储)``, ``权限不够``, ``已杀死``, Windows' ``找不到指定的模块``) back to the C-locale words
   (``Segmentation fault (core dumped)``, ``Permission denied``, ``Killed``, ...) the KB's signatures use.
+* :func:`escaped_readings` - an appendix of the lines that hold a log as a quoted string (docker's json-file
+  ``{"log":"...\\n"}``, a JSON answer, a Python repr of captured stderr: line breaks written ``\\n``) decoded into
+  their lines, and of the lines a Markdown source escaped (``HSA\\_OVERRIDE\\_GFX\\_VERSION``) unescaped; scanned
+  like the wrapped runs, after the text itself.
 * :func:`joined_wraps` - an appendix of hard-wrapped runs of lines joined back into one line (a long error cut at a
   fixed terminal width, or word-wrapped by a forum or mail client), scanned after the text itself so a signature
   that spans the wrap still matches.
@@ -205,6 +209,89 @@ def strip_prefixes(text: str) -> str:
     first = m.end() if m else 0
     out = _PREFIX_AFTER_NL.sub("\n", text)
     return out[first:] if first else out
+
+
+# A line that quotes a log as a string: every backslash in it starts a JSON / Python string escape, and one of them
+# is a line break.  A Windows path ("torch\\nn\\modules", "C:\\Users\\me") has backslashes before other letters
+# and is left alone; so is a line of a Markdown source whose backslashes all escape punctuation, unless one of them
+# escapes "_" or "*" (what editors escape in identifiers: "HSA\\_OVERRIDE\\_GFX\\_VERSION", "\\*\\*kwargs").
+_STRING_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|[nrt\"\\/bf'])")
+_STRING_CHARS = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\", "/": "/", "b": "", "f": "", "'": "'"}
+_MD_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")   # CommonMark: a backslash before any ASCII punctuation
+
+
+def _unquote(m: re.Match[str]) -> str:
+    e = m.group(0)[1:]
+    return chr(int(e[1:], 16)) if e[0] == "u" else _STRING_CHARS[e]
+
+
+def _decode(quoted: str) -> str:
+    """The string escapes of *quoted* (every backslash starts one) decoded; without \\u escapes by str.replace."""
+    if "\\u" in quoted:
+        return _STRING_ESCAPE.sub(_unquote, quoted)
+    out = quoted.replace("\\\\", "\x00")      # an escaped backslash first, so "\\\\n" stays a backslash and an n
+    for esc, ch in _STRING_CHARS.items():
+        if esc != "\\":
+            out = out.replace("\\" + esc, ch)
+    return out.replace("\x00", "\\")
+
+
+# docker's json-file log driver: one record a line, the line the container wrote (with its "\\n") in "log"
+_DOCKER_RECORD = re.compile(r'^\{"log": ?"(.*)\\n", ?"stream": ?"std(?:out|err)"(?:, ?"time": ?"[^"\\]{0,64}")?\}$')
+
+
+def _line_reading(line: str) -> str | None:
+    """The text *line* stands for, when it is a quoted string or Markdown-escaped (None: it is what it says)."""
+    if "\\" not in line:
+        return None
+    reading = None
+    if "\\n" in line and "\\" not in _STRING_ESCAPE.sub("", line):
+        record = _DOCKER_RECORD.match(line) if line.startswith('{"log":') else None
+        reading = _clean(_decode(record.group(1) if record else line))
+    elif ("\\_" in line or "\\*" in line) and "\\" not in _MD_ESCAPE.sub("", line):
+        reading = _MD_ESCAPE.sub(r"\1", line)
+    return reading if reading is not None and reading != line else None
+
+
+def unescaped(text: str) -> str:
+    """*text* with every line that :func:`escaped_readings` reads otherwise replaced by that reading: what the dump
+    parsers read (a rocminfo inside docker's json-file log is a rocminfo).  Text without a backslash is returned
+    as it is (the same object)."""
+    if "\\" not in text:
+        return text
+    lines = text.split("\n")
+    changed = False
+    for i, line in enumerate(lines):
+        reading = _line_reading(line)
+        if reading is not None:
+            lines[i] = reading
+            changed = True
+    return "\n".join(lines) if changed else text
+
+
+def escaped_readings(text: str, max_chars: int | None = None) -> tuple[str, list[int]]:
+    """Other readings of the lines that hold escapes: ``(appendix, line_numbers)``, one line number (1-based, of
+    the line read) per appendix line.  A line that quotes a log as a string (every backslash an escape, one of
+    them ``\\n``) is decoded and normalised like any text, each of its lines in the appendix; a line whose
+    backslashes all escape punctuation, ``\\_`` or ``\\*`` among them, appears unescaped.  Lines without a
+    backslash cost nothing; the appendix is never longer than twice *text* (or *max_chars*)."""
+    if "\\" not in text:
+        return "", []
+    limit = 2 * len(text) if max_chars is None else max_chars
+    out: list[str] = []
+    starts: list[int] = []
+    total = 0
+    for i, line in enumerate(text.split("\n")):
+        reading = _line_reading(line)
+        if not reading:
+            continue
+        parts = reading.split("\n")
+        total += len(reading) + 1
+        if total > limit:
+            break
+        out.extend(parts)
+        starts.extend([i + 1] * len(parts))
+    return "\n".join(out), starts
 
 
 PIECE = 1 << 20   # large texts are normalised in pieces of about 1 MiB cut at line ends (bounded temporaries)

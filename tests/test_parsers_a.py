@@ -389,3 +389,47 @@ def test_cli_parse_json_on_a_fixture(tmp_path):
         assert doc["kind"] == "collect_env"
         assert doc["facts"]["gpu.gfx_targets"] == ["gfx1151"]
         assert doc["facts"]["torch.build"] == "rocm"
+
+
+# --------------------------------------------------------------------------------------------- collectors' layers
+
+
+def _docker_json(text: str) -> str:
+    """*text* as docker's json-file log driver stores a container's stdout, one JSON record a line."""
+    import json as _json
+    return "\n".join(_json.dumps({"log": ln + "\n", "stream": "stdout", "time": "2024-05-01T12:00:00.123456789Z"})
+                     for ln in text.split("\n"))
+
+
+def _cri(text: str) -> str:
+    """*text* as a CRI log file (kubelet, `kubectl logs --timestamps` of containerd) holds it."""
+    return "\n".join(f"2024-05-01T12:00:{i % 60:02d}.123456789Z stdout F {ln}" for i, ln in enumerate(text.split("\n")))
+
+
+@pytest.mark.parametrize("fixture", ["rocminfo/rocm53-rx6800-gfx1030", "collect_env/rocm5.7_rx7900xtx_torch2.0",
+                                     "nvidia_smi/table_r396_gtx1070_with_processes"])
+def test_a_dump_behind_a_log_collector_gives_the_same_facts(fixture):
+    """A real dump read out of docker's json-file log or a CRI log file (its stream tag after the timestamp)."""
+    text = (ROOT / f"{fixture}.txt").read_text(encoding="utf-8", errors="replace")
+    want = registry_parse(text).facts
+    assert want
+    assert registry_parse(_cri(text)).facts == want
+    assert registry_parse(_docker_json(text)).facts == want
+
+
+def test_windows_paths_are_not_read_as_escapes():
+    """A Windows collect_env (backslashes in its paths, tuning 007's kind of traceback) parses as it did."""
+    from diagnostics.parsers import normalised
+    line = '  File "D:\\anaconda3\\envs\\script\\lib\\site-packages\\torch\\nn\\modules\\module.py", line 688, in cuda'
+    assert normalised("a\nb\n" + line) == "a\nb\n" + line
+    for sidecar in sorted((ROOT / "collect_env").glob("*win*.yaml")):
+        text, meta = _load(sidecar)
+        assert all(registry_parse(text).facts.get(k) == v for k, v in meta["expect"].items()), sidecar.name
+
+
+def test_dmesg_with_terminal_colours():
+    """`dmesg --color=always` colours the stamp and the facility: the kernel's lines are read through them."""
+    text, meta = _load(ROOT / "dmesg" / "secure_boot_disabled_lines.yaml")
+    coloured = "\n".join(f"\x1b[32m{ln[:15]}\x1b[0m{ln[15:]}" if ln.startswith("[") else ln for ln in text.split("\n"))
+    assert registry_parse(coloured).facts.get("os.secure_boot") is False
+    assert registry_parse(text).facts.get("os.secure_boot") is False

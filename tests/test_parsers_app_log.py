@@ -225,3 +225,20 @@ def test_rocminfo_name_lines_alone_give_the_gpus_targets_in_order():
     assert parse(text).facts.get("gpu.gfx_targets") == ["gfx1036", "gfx1100"]
     # a name line that is not a target, or a target inside a sentence, is not one
     assert "gpu.gfx_targets" not in parse("Name: gfx-card-7\nmy Name: gfx1100 is wrong\n").facts
+
+
+def test_mesa_and_the_rocm_runtime_agree_on_a_board():
+    """rocminfo's agent (target first, board after) against Mesa's name for the same chip: equal targets are no
+    override (Strix Halo, ROCm 7.1 fixture + the Vulkan line of ROCm/ROCm#5696); a CPU agent's name pairs with
+    nothing, and Mesa's generic 'AMD Radeon Graphics' names no board rocminfo lists."""
+    rocminfo = (ROOT / "rocminfo" / "rocm71-strix-halo-gfx1151-npu.txt").read_text()
+    same = rocminfo + "\n\t\tGPU id = 1 (Radeon 8060S Graphics (RADV GFX1151))\n"
+    assert app_log.parse(same).facts["gpu.gfx_reported_mismatch"] is False
+    generic = rocminfo + "\nggml_vulkan: 0 = AMD Radeon Graphics (RADV GFX1151) (radv) | uma: 1 | fp16: 1\n"
+    assert "gpu.gfx_reported_mismatch" not in app_log.parse(generic).facts
+    forced = rocminfo.replace("Name:                    gfx1151", "Name:                    gfx1201")
+    assert app_log.parse(forced + "\n(Radeon 8060S Graphics (RADV GFX1151))\n").facts["gpu.gfx_reported_mismatch"] is True
+    # Mesa's codenames (RADV NAVI23) are not read as targets
+    assert "gpu.gfx_reported_mismatch" not in app_log.parse(
+        "ggml_vulkan: 0 = AMD Radeon RX 6600M (RADV NAVI23) (radv) | uma: 0\nBoard name: AMD Radeon RX 6600M\n"
+        "Name: gfx1030\n").facts

@@ -239,6 +239,25 @@ def test_ansi_colours_are_removed_from_errors():
     assert result.facts["rocminfo.error"] == "ROCk module is NOT loaded, possibly no GPU devices"
 
 
+def test_not_loaded_then_a_listing_means_the_driver_is_loaded():
+    """Old rocminfo checked for a module by name; when the runtime then lists agents, /dev/kfd opened (ROCm/rocminfo#20)."""
+    text = (ROOT / "rocminfo" / "rocm11-prime-laptop-rock-not-loaded-cpu-agent-listed.txt").read_text()
+    result = rocminfo.parse(text)
+    assert result.facts["driver.amdgpu_loaded"] is True and result.facts["rocminfo.ok"] is True
+    assert "ROCk module is NOT loaded, possibly no GPU devices" not in result.errors
+    assert any("module check misfired" in n for n in result.notes)
+
+
+def test_not_loaded_with_a_runtime_failure_stays_not_loaded():
+    """The same line with no listing, or with an HSA failure beside agents, is still the driver missing."""
+    bare = "ROCk module is NOT loaded, possibly no GPU devices\n"
+    assert rocminfo.parse(bare).facts["driver.amdgpu_loaded"] is False
+    text = (ROOT / "rocminfo" / "rocm11-prime-laptop-rock-not-loaded-cpu-agent-listed.txt").read_text()
+    failed = text + "hsa api call failure at: /src/rocminfo/rocminfo.cc:1142\n"
+    result = rocminfo.parse(failed)
+    assert result.facts["driver.amdgpu_loaded"] is False and result.facts["rocminfo.ok"] is False
+
+
 def test_crlf_pastes_read_the_same():
     for sidecar in SIDECARS:
         text, meta = _load(sidecar)

@@ -10,8 +10,8 @@ import pytest
 
 from diagnostics.kb import load_kb
 from diagnostics.matcher import Matcher, clean_log
-from diagnostics.textnorm import (c_locale_words, clean_log_wraps, fold_punctuation, joined_wraps, strip_ansi,
-                                  strip_prefixes)
+from diagnostics.textnorm import (c_locale_words, clean_log_wraps, escaped_readings, fold_punctuation, joined_wraps,
+                                  strip_ansi, strip_prefixes)
 
 
 @pytest.fixture(scope="module")
@@ -286,3 +286,43 @@ def test_a_short_line_continues_when_the_next_word_could_not_have_fitted():
             'supported_types="[gfx1030 gfx1100 gfx1101 gfx1102 gfx906 gfx90c]"\n')
     app, _ = joined_wraps(text)
     assert any('amdgpu is not supported' in line and 'supported_types=' in line for line in app.split("\n"))
+
+
+# the same line as docker's json-file log driver stores it (`docker logs` of a container whose daemon log is read
+# raw: /var/lib/docker/containers/<id>/<id>-json.log), and as a Python repr of captured stderr
+DOCKER_JSON = ('{"log":"\\u001b[31m' + NO_BINARY.strip('"') + '\\u001b[0m\\n","stream":"stderr",'
+               '"time":"2024-05-01T12:00:00.123456789Z"}')
+# the error lines of etched-ai/open-oasis#27 (tuning case) as a subprocess's captured stderr, printed as a repr
+REPR = ("b'Traceback (most recent call last):\\n  File \"<string>\", line 1, in <module>\\nRuntimeError: HIP error: "
+        "invalid device function\\nHIP kernel errors might be asynchronously reported at some other API call, so the "
+        "stacktrace below might be incorrect.\\n'")
+
+
+def test_a_log_quoted_as_a_string_is_read_as_its_lines(matcher):
+    assert "hip-no-binary-for-gpu" in first(matcher, DOCKER_JSON)
+    readings, at = escaped_readings(DOCKER_JSON)
+    assert readings.splitlines()[0].endswith("Unable to find code object for all current devices!") and at[0] == 1
+    assert "\x1b" not in readings and "[31m" not in readings
+    text = "$ python3 check.py\n" + REPR
+    readings, at = escaped_readings(text)
+    assert "RuntimeError: HIP error: invalid device function" in readings.splitlines() and set(at) == {2}
+    assert "hip-invalid-device-function" in first(matcher, text)
+
+
+def test_markdown_escapes_are_read_unescaped(matcher):
+    # hsa-override-wrong-value's own firing line, as a Markdown source that escapes underscores holds it
+    text = "echo HSA\\_OVERRIDE\\_GFX\\_VERSION=gfx1032 >> .env"
+    assert escaped_readings(text)[0] == "echo HSA_OVERRIDE_GFX_VERSION=gfx1032 >> .env"
+    assert "hsa-override-wrong-value" in first(matcher, text)
+
+
+def test_windows_paths_and_plain_lines_have_no_other_reading(matcher):
+    """Backslashes before letters are a path (tuning 007's traceback, retired h173's onnxruntime frame), not escapes:
+    no reading, nothing new found."""
+    for line in ['  File "D:\\anaconda3\\envs\\script\\lib\\site-packages\\torch\\nn\\modules\\module.py", line 688, in cuda',
+                 'hon310\\lib\\site-packages\\onnxruntime\\capi\\_pybind_state.py", line 33, in <module>',
+                 "RuntimeError: HIP error: invalid device function", "C:\\new\\tools\\bin\\x.exe"]:
+        assert escaped_readings(line) == ("", [])
+    long = "\\n".join(["x" * 40] * 2000)
+    readings, at = escaped_readings(long)
+    assert len(readings) <= 2 * len(long) and len(at) == readings.count("\n") + 1

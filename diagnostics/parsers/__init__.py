@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-from ..textnorm import clean_log
+from ..textnorm import clean_log, strip_ansi, unescaped
 from .base import ParseResult, strip_log_layers
 
 KINDS = ("collect_env", "rocminfo", "rocm_smi", "amd_smi", "hipconfig", "dmesg", "nvidia_smi", "check_script", "hf_env", "app_log")
@@ -33,15 +33,22 @@ def available_kinds() -> list[str]:
 
 
 # dmesg is read as the kernel printed it: the paste normaliser would take its "[   12.345]" stamps for a log prefix
+# (only terminal colours are taken out: `dmesg --color=always` colours the stamps and the facility)
 RAW_KINDS = ("dmesg",)
+
+
+def _raw(text: str) -> str:
+    return strip_ansi(text)
 
 
 def normalised(text: str) -> str:
     """The paste as the parsers other than RAW_KINDS read it: logging prefixes ('2024-05-01 12:00:01 INFO ',
     'webui-1  | ', '[stdout] ') stripped, full-width colons and HTML line breaks folded (textnorm.clean_log, one
-    linear pass).  A tool's own output is unchanged by it (every fixture parses to the same facts either way)."""
+    linear pass), and a dump quoted as a string (docker's json-file log, a repr) or Markdown-escaped read as the
+    text it stands for (textnorm.unescaped).  A tool's own output is unchanged by it (every fixture parses to the
+    same facts either way)."""
     try:
-        return strip_log_layers(clean_log(strip_log_layers(text)))
+        return strip_log_layers(clean_log(strip_log_layers(unescaped(text))))
     except Exception:
         return text
 
@@ -54,6 +61,8 @@ def _scores(text: str, norm: str | None = None) -> dict[str, float]:
             score = float(_module(k).detect(text))
             if k not in RAW_KINDS and norm != text:
                 score = max(score, float(_module(k).detect(norm)))
+            elif k in RAW_KINDS and "\x1b" in text:
+                score = max(score, float(_module(k).detect(_raw(text))))
         except Exception:  # a detector must never break detection of the others
             continue
         out[k] = score
@@ -108,7 +117,7 @@ def parse(text: str, kind: str = "auto") -> ParseResult:
             return result
         kind = detected
     try:
-        result = _module(kind).parse(text if kind in RAW_KINDS else norm)
+        result = _module(kind).parse(_raw(text) if kind in RAW_KINDS else norm)
     except Exception as exc:  # defensive: a parser bug must not lose the user's input
         result = ParseResult(kind=kind, notes=[f"the {kind} parser failed on this input ({type(exc).__name__}); facts may be incomplete"])
     if auto:
@@ -134,7 +143,7 @@ def _add_embedded(text: str, norm: str, result: ParseResult) -> None:
         if k == result.kind or k in EMBEDDED_ALWAYS or score < EMBEDDED_MIN:
             continue
         try:
-            extra.append((k, _module(k).parse(text if k in RAW_KINDS else norm)))
+            extra.append((k, _module(k).parse(_raw(text) if k in RAW_KINDS else norm)))
         except Exception:
             continue
     for k in EMBEDDED_ALWAYS:

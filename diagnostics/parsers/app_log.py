@@ -18,6 +18,9 @@ reads (torch's version and build, the GPU's name and target, VRAM, environment o
     INFO ... vLLM API server version 0.8.5                                                vLLM
     Successfully installed ... torch-2.4.1+cu121 ...                                      pip
     01:00.0 VGA compatible controller: NVIDIA Corporation GA107M [GeForce RTX 3050 Mobile] (rev a1)    lspci (vendor only)
+    GPU id = 1 (Radeon 8060S Graphics (RADV GFX1151))  beside  Board name: Radeon 8060S Graphics / Name: gfx1201
+        Mesa's name for the chip against the target the ROCm runtime reports for the same board (clinfo,
+        llama.cpp's device line, rocminfo): a different target is an override (gpu.gfx_reported_mismatch)
 
 Every reader is one anchored or bounded regular expression on one line (linear; lines over 4000 characters are
 skipped), and every value must have its fact's shape.  A fact the log cannot establish stays unknown: a 'Device:
@@ -59,6 +62,13 @@ class _Seen:
     zluda: bool = False
     directml: bool = False
     hits: set[str] = field(default_factory=set)   # which readers fired (detect's evidence)
+    radv: dict[str, str] = field(default_factory=dict)       # board name (normalised) -> Mesa's gfx target
+    reported: dict[str, set[str]] = field(default_factory=dict)  # board name -> targets the ROCm runtime reported
+    board: str | None = None      # the last clinfo 'Board name:' not yet paired with its 'Name: gfx...'
+    agent_gfx: str | None = None  # the last rocminfo 'Name: gfx...' not yet paired with its 'Marketing Name:'
+
+    def report_gfx(self, name: str, gfx: str) -> None:
+        self.reported.setdefault(_board_key(name), set()).add(gfx)
 
     def put(self, fact: str, value: Any) -> None:
         old = self.facts.get(fact)
@@ -234,7 +244,48 @@ def _ggml_found(m: re.Match[str], seen: _Seen) -> None:
 def _ggml_gfx(m: re.Match[str], seen: _Seen) -> None:
     if m.group(1).strip():
         _gpu_name(m.group(1), seen)
+        seen.report_gfx(m.group(1), m.group(2))
     seen.amd_targets(m.group(2))
+
+
+def _board_key(name: str) -> str:
+    """'AMD Radeon(TM) 8060S Graphics' and 'Radeon 8060S Graphics' name the same board."""
+    key = re.sub(r"\((?:TM|R)\)", "", name, flags=re.I).lower()
+    key = re.sub(r"^amd\s+", "", key.strip())
+    return " ".join(key.split())
+
+
+def _radv(m: re.Match[str], seen: _Seen) -> None:
+    seen.radv[_board_key(m.group(1))] = "gfx" + m.group(2).lower()
+
+
+def _board(m: re.Match[str], seen: _Seen) -> None:
+    if m.group(1) == "Board name":             # clinfo: the target follows
+        seen.board = m.group(2)
+    elif seen.agent_gfx is not None:          # rocminfo: the agent's target came first
+        seen.report_gfx(m.group(2), seen.agent_gfx)
+    seen.agent_gfx = None
+
+
+def _agent_gfx(m: re.Match[str], seen: _Seen) -> None:
+    seen.add("gpu.gfx_targets", m.group(1))
+    if seen.board is not None:                # clinfo: the board came first
+        seen.report_gfx(seen.board, m.group(1))
+        seen.board = None
+    else:
+        seen.agent_gfx = m.group(1)
+
+
+def _gfx_mismatch(seen: _Seen, res: ParseResult) -> None:
+    """gpu.gfx_reported_mismatch: a board the ROCm runtime reports under another target than Mesa names its chip."""
+    pairs = [(name, seen.radv[name], seen.reported[name]) for name in seen.radv if name in seen.reported]
+    if not pairs:
+        return
+    wrong = [(name, own, rep) for name, own, rep in pairs if rep != {own}]
+    seen.facts["gpu.gfx_reported_mismatch"] = bool(wrong)
+    for name, own, rep in wrong:
+        res.notes.append(f"Mesa names {name!r} {own}, the ROCm runtime reports it as {', '.join(sorted(rep))}: "
+                         "an HSA_OVERRIDE_GFX_VERSION (or another override) is in effect")
 
 
 def _ggml_cc(m: re.Match[str], seen: _Seen) -> None:
@@ -385,8 +436,15 @@ _READER_ROWS: tuple[tuple[str | None, str, str | None, _Act], ...] = (
     ("Linux ", r"^Linux \S{1,64} (\d+\.\d+\.\d+[\w.+~-]{0,80}) #\d{1,6}", None, _uname),
     # an agent's name line of rocminfo, alone (``rocminfo | grep gfx`` / ``grep -i name``): the GPUs' targets, in
     # order (targets only: the vendor follows from them in derive, as it does for a whole rocminfo)
-    ("Name:", r"^\s*Name:\s+(gfx[0-9][0-9a-f]{1,3})\s*$", None,
-     lambda m, seen: seen.add("gpu.gfx_targets", m.group(1))),
+    # Mesa's Vulkan driver names the chip itself, whatever HSA_OVERRIDE_GFX_VERSION says: vulkaninfo ('deviceName =
+    # AMD Radeon Graphics (RADV GFX1151)', 'GPU id = 1 (Radeon 8060S Graphics (RADV GFX1151))') and llama.cpp
+    # ('ggml_vulkan: 0 = Radeon 8060S Graphics (RADV GFX1151) (radv) | ...'); chips Mesa names by a codename
+    # (RADV NAVI31) are not mapped
+    ("(RADV GFX", r"(?:= |\()([^=()]{1,120}?) \(RADV GFX([0-9]{3,4}|[0-9]{2,3}[0-9A-F])(?:_R[0-9])?\)", None, _radv),
+    # clinfo (rocm-clinfo, clinfo) prints a device's board before its target: 'Board name: AMD Radeon AI PRO R9700'
+    # ... 'Name: gfx1201'; rocminfo the other way round ('Name: gfx1100' ... 'Marketing Name: Radeon RX 7900 XTX')
+    ("ame:", r"^(Board name|Marketing Name):\s+(\S.{0,118}?)\s*$", None, _board),
+    ("Name:", r"^\s*Name:\s+(gfx[0-9][0-9a-f]{1,3})\s*$", None, _agent_gfx),
 )
 _READERS = tuple((literal, re.compile(pattern).search, app, act) for literal, pattern, app, act in _READER_ROWS)
 
@@ -428,6 +486,7 @@ def _gpu_name(name: str, seen: _Seen) -> None:
 
 def _finish(seen: _Seen, res: ParseResult) -> None:
     facts = seen.facts
+    _gfx_mismatch(seen, res)
     facts.pop("_ggml_rocm", None)
     if facts.pop("_cuda_not_available", False) and (facts.get("torch.version") or seen.pip_torch):
         seen.put("torch.cuda_available", False)

@@ -195,7 +195,8 @@ _LAYER = re.compile(
     r"^(?:[\w.-]{1,64}[ \t]{1,12}\|[ \t]?)?"                       # docker compose, first only: "webui-1  | "
     r"(?:"
     r"\[(?:stdout|stderr|out|err)\][ \t]?"                        # "[stdout] "
-    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?[ \t]?"
+    # an ISO timestamp, and the stream tag of a CRI log file / kubectl after it ("...Z stdout F ")
+    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?[ \t]?(?:std(?:out|err) [FP][ \t])?"
     r"|\d\d:\d\d:\d\d(?:[.,]\d{1,6})?[ \t]"
     r"|\[\d\d:\d\d:\d\d(?:[.,]\d{1,6})?\][ \t]?"
     r"){0,3}")

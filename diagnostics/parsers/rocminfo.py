@@ -297,6 +297,7 @@ class _Listing:
     orphan_isas: list[str] = field(default_factory=list)     # ISA lines outside any agent (grep xnack)
     cur: _Agent | None = None
     rock_loaded: bool | None = None
+    rock_line: str | None = None      # the preamble's "ROCk module is NOT loaded/NOT live" line, when printed
     kfd_errno: str | None = None
     kfd_group_line: str | None = None
     saw_attributes: bool = False
@@ -351,6 +352,7 @@ def _preamble_line(st: _Listing, line: str, res: ParseResult) -> bool:
             st.facts["_rock_version"] = m.group(1)
         elif "NOT loaded" in line or "NOT live" in line:
             st.rock_loaded = False
+            st.rock_line = line
             st.error(line, primary=True)
             if "NOT live" in line:
                 res.notes.append("the amdgpu module is present but not live (its initialisation did not finish)")
@@ -453,8 +455,27 @@ def _truncation(st: _Listing, text: str, res: ParseResult) -> bool:
     return truncated
 
 
+def _listing_overrules_preamble(st: _Listing, res: ParseResult) -> None:
+    """'ROCk module is NOT loaded' followed by a listing of HSA agents: the runtime only lists agents after it opened
+    /dev/kfd, so the KFD driver is there and the preamble's module check misfired (older rocminfo looked for a module
+    by name, which finds nothing where amdkfd is built into amdgpu or into the kernel). The listing wins; the line
+    is kept as a note, not as rocminfo's failure."""
+    line = st.rock_line
+    if line is None or not st.agents or not st.full_format() or st.kfd_errno is not None:
+        return
+    if any(e != line and not e.startswith(_USER_ERRORS) and " member of " not in e for e in st.errors):
+        return   # an HSA failure or a crash as well: the listing proves nothing
+    st.rock_loaded = True
+    st.errors.remove(line)
+    if st.primary_error == line:
+        st.primary_error = None
+    res.notes.append(f"rocminfo printed {line!r} but then listed HSA agents, which needs /dev/kfd: the driver is "
+                     "loaded (the module check misfired)")
+
+
 def _driver_facts(st: _Listing, res: ParseResult) -> None:
     """The driver and /dev/kfd."""
+    _listing_overrules_preamble(st, res)
     facts = st.facts
     if st.rock_loaded is not None:
         facts["driver.amdgpu_loaded"] = st.rock_loaded
