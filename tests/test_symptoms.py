@@ -778,3 +778,13 @@ def test_round11_a_family_only_group_is_one_term_not_its_words():
 ])
 def test_round11_words_rank_first(text, expected):
     assert match_symptoms(text)[0]["id"] == expected, match_symptoms(text)[:3]
+
+
+@pytest.mark.parametrize("text,not_listed", [
+    # that nothing was printed says little alone; only while something loads does it point at the RAM
+    ("there is no error message but the generated image is completely black", "host-ram-oom-killed"),
+    ("torch.cuda.is_available() returns False without any error", "windows-pagefile-too-small"),
+    ("没有任何报错，但是生成的图片全黑", "host-ram-oom-killed"),
+])
+def test_round11_words_stay_silent(text, not_listed):
+    assert not_listed not in [h["id"] for h in match_symptoms(text)[:3]], match_symptoms(text)[:3]
