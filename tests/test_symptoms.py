@@ -775,6 +775,9 @@ def test_round11_a_family_only_group_is_one_term_not_its_words():
     ("加载模型的时候内存被吃满了，然后程序自己退出了", "host-ram-oom-killed"),
     # ollama ps's CPU/GPU split: the model is partly on the CPU
     ("ollama ps says 40%/60% CPU/GPU and the answers come slowly", "model-offloaded-to-cpu-slow"),
+    # black parts of a picture, and a GTX 16xx card's black pictures: half precision
+    ("I get black blocks in the faces of my pictures", "fp16-nan-or-black-output"),
+    ("我的1660 super生成出来全是黑的", "fp16-nan-or-black-output"),
 ])
 def test_round11_words_rank_first(text, expected):
     assert match_symptoms(text)[0]["id"] == expected, match_symptoms(text)[:3]
