@@ -35,7 +35,9 @@ OS), the entries about the alternatives: "tensorflow-rocm does not see my GPU" i
 differently next to another (``in_context:``: "shared memory" of an APU is the RAM it borrows, not /dev/shm).
 A second prior, the family: the entries a vocabulary group names (its neighbours too) when one of its phrases occurs in
 the description are the family the description is about, and score higher (:data:`FAMILY_BOOST`) - an
-out-of-memory description's first three stay among the out-of-memory entries.
+out-of-memory description's first three stay among the out-of-memory entries.  A family-only group (``document: false``,
+phrases made of words every description uses: "no error message", "CPU/GPU") is one term of its own in BM25 instead
+(:data:`CONCEPT_TF`).
 
 A guess needs at least one informative word: a description that only names a tool ("ollama"), only says that
 something is wrong ("报错") or only uses words every GPU problem shares ("模型", "GPU") suggests nothing; a tool
@@ -100,6 +102,18 @@ NAMED_PENALTY = 0.7
 # memory") cost cases; a boost growing with the weight (1 + 0.5..2 x w) lost 1-5 first causes.
 FAMILY_BOOST = 1.5
 FAMILY_MIN_WEIGHT = 0.2
+# A family-only group of the vocabulary ("document: false": phrases made of words every description uses - "no error
+# message", "CPU/GPU", "zombie process") joins none of its entries' documents with its words; it is one term of its own,
+# "group:<name>", in the query when one of its phrases occurs and in the document of each entry it names at
+# FAMILY_MIN_WEIGHT or more, round(weight x CONCEPT_TF) times (a controlled-vocabulary term, rare, so BM25 weighs it
+# high).  Its words joining the documents instead made those documents longer and gave them generic words that other
+# descriptions share (measured, round 11: 3 first causes and a first three lost elsewhere on the tuning and retired
+# descriptions).
+# Measured on the tuning and retired descriptions (round 11): 3 to 8 give the same first three (the tuning set 245/253,
+# the retired 119/128 first causes and 128/141 first three), 1 and 2 lose 2; 4 is in the middle.  A concept term for
+# every group (not only the family-only ones) ranked lower (2 fewer first causes, 1 fewer on the retired set), with or
+# without FAMILY_BOOST.
+CONCEPT_TF = 4.0
 BM25_K1 = 10.0
 BM25_B = 0.75
 
@@ -242,6 +256,7 @@ class Lexicon:
     # an APU is the system RAM it borrows, not /dev/shm)
     in_context: tuple[tuple[frozenset[str], str, frozenset[str]], ...] = ()
     spellings: dict[str, str] = field(default_factory=dict)   # misspelt word -> the word ("avaliable" -> "available")
+    undocumented: frozenset[str] = frozenset()   # groups whose phrases name a family but join no entry's document
     _set: Any = None
 
     def compile(self) -> "Lexicon":
@@ -293,6 +308,17 @@ class Lexicon:
             return frozenset()
         return frozenset(ph.group for ph in self.phrases if all(i in hit for i in ph.parts))
 
+    def phrases_in(self, folded: str) -> dict[str, str]:
+        """{group: the first of its phrases (as written) all of whose parts occur in *folded* text}."""
+        if self._set is None or not folded:
+            return {}
+        hit = set(self._set.Match(folded) or ())
+        out: dict[str, str] = {}
+        for ph in self.phrases:
+            if ph.group not in out and all(i in hit for i in ph.parts):
+                out[ph.group] = ph.text
+        return out
+
     def names_in(self, folded: str) -> frozenset[str]:
         """The named items (:class:`NamedItem` names) whose words occur in *folded* text (see :func:`_fold`)."""
         ns = getattr(self, "_named_set", None)
@@ -320,6 +346,7 @@ def build_lexicon(data: dict[str, Any]) -> Lexicon:
     weights: dict[str, dict[str, float]] = {}
     topics: set[str] = set()
     weak: set[str] = set()
+    undocumented: set[str] = set()
     groups = list(data["groups"])
     # per-entry phrasings: "phrases: {kb id: {zh: [...], en: [...]}}" - how people describe one entry's failure,
     # each a group of its own that names that entry alone
@@ -349,7 +376,11 @@ def build_lexicon(data: dict[str, Any]) -> Lexicon:
             raise ValueError(f"symptom lexicon: group {name}: weak must be true or false")
         if name in topics and name in weak:
             raise ValueError(f"symptom lexicon: group {name}: a group is either a topic or weak, not both")
-        unknown = set(g) - {"name", "zh", "en", "ids", "topic", "weak"}
+        if g.get("document") is False:
+            undocumented.add(name)
+        elif g.get("document") not in (None, True):
+            raise ValueError(f"symptom lexicon: group {name}: document must be true or false")
+        unknown = set(g) - {"name", "zh", "en", "ids", "topic", "weak", "document"}
         if unknown:
             raise ValueError(f"symptom lexicon: group {name}: unknown keys {sorted(unknown)}")
         for lang in ("zh", "en"):
@@ -396,7 +427,8 @@ def build_lexicon(data: dict[str, Any]) -> Lexicon:
     fchars = str(data.get("function_chars") or "")
     if any(not _HAN.match(c) for c in fchars):
         raise ValueError("symptom lexicon: function_chars must be Chinese characters only")
-    return Lexicon(phrases, patterns, weights, frozenset(topics), frozenset(weak), tuple(synonyms), generic=generic,
+    return Lexicon(phrases, patterns, weights, frozenset(topics), frozenset(weak), tuple(synonyms),
+                   undocumented=frozenset(undocumented), generic=generic,
                    stopwords=stop, excluded=excluded, describable=describable, function_chars=frozenset(fchars),
                    named=_named_kinds(data.get("named") or []),
                    in_context=_context_rules(data.get("in_context") or [], seen_tokens),
@@ -691,6 +723,12 @@ class Retriever:
         for tok, surf in self.tokenizer(text):
             if tok in self.vocab and tok not in surface:
                 surface[tok] = surf
+        lex = self.lexicon
+        if lex is not None and lex.undocumented:
+            # a family-only phrase of the text is a term of its own (see CONCEPT_TF)
+            for g, ph in lex.phrases_in(lex.respell(_fold(text))).items():
+                if g in lex.undocumented and _concept(g) in self.vocab:
+                    surface.setdefault(_concept(g), ph.replace(" … ", " "))
         explained = set()
         for eid in ignore:
             if eid in self.ids:
@@ -745,20 +783,34 @@ def _entry_text(e: Any) -> list[str]:
     return parts
 
 
+def _concept(group: str) -> str:
+    """The term that stands for a family-only group in the query and in the documents it names (no text yields it)."""
+    return "group:" + group
+
+
 def build_retriever(entries: Iterable[Any], lex: Lexicon) -> Retriever | None:
     tok = Tokenizer(lex)
     phrases: dict[str, list[str]] = {}
     for ph in lex.phrases:
+        if ph.group in lex.undocumented:
+            continue      # a description's words for the family, made of words the entries' documents should not gain
         top = max(lex.weights[ph.group].values())
         for eid, w in lex.weights[ph.group].items():
             # a phrase describes the entries it names first (its strongest, and any named strongly), not neighbours
             if w >= PRIMARY_WEIGHT or w == top:
                 phrases.setdefault(eid, []).append(ph.text.replace(" … ", " "))
+    # a family-only group ("document: false") joins the documents it names as one term, not as its words
+    concepts: dict[str, list[str]] = {}
+    for g in sorted(lex.undocumented):
+        for eid, w in lex.weights[g].items():
+            if w >= FAMILY_MIN_WEIGHT:
+                concepts.setdefault(eid, []).extend([_concept(g)] * max(1, round(w * CONCEPT_TF)))
     ids, docs, keys = [], [], []
     for e in entries:
         if e.benign or e.id in lex.excluded:
             continue
         words = [t for t, _ in tok("\n".join(_entry_text(e) + phrases.get(e.id, [])))]
+        words += concepts.get(e.id, [])
         if words:
             ids.append(e.id)
             docs.append(words)

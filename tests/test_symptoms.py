@@ -743,3 +743,51 @@ def test_round10_words_rank_first(text, expected):
 def test_round10_words_stay_silent(text, not_first):
     got = match_symptoms(text)
     assert not got or got[0]["id"] != not_first, got[:3]
+
+
+def test_round11_a_family_only_group_is_one_term_not_its_words():
+    """A group with ``document: false`` joins none of its entries' documents with its words: its phrase in a text is
+    the term "group:<name>", found in the documents of the entries it names (0.2 or more), so a description made of
+    words every entry shares still points at them; the key is checked."""
+    lex = build_lexicon({"groups": [
+        {"name": "said", "en": ["no error message"], "ids": {"a": 0.6, "b": 0.1}, "document": False},
+        {"name": "zebra", "en": ["zebra"], "ids": {"b": 0.5}}]})
+    assert lex.undocumented == frozenset({"said"})
+    entries = [_entry("a", "Quokka stops", "the quokka stops", "x"),
+               _entry("b", "Other thing", "something else with an error message", "y")] + _fillers()
+    r = symptoms.build_retriever(entries, lex)
+    a, b = r.ids.index("a"), r.ids.index("b")
+    assert "group:said" in r.doc_tokens[a] and "group:said" not in r.doc_tokens[b]   # b is named below 0.2
+    assert "messag" not in r.doc_tokens[a]                   # the phrase's words do not join the document
+    got = r.rank("it stops with no error message")
+    assert got[0]["id"] == "a" and "no error message" in got[0]["phrase"], got
+    assert r.rank("zebra")[0]["id"] == "b"                    # an ordinary group joins its documents as before
+    with pytest.raises(ValueError):
+        build_lexicon({"groups": [{"name": "x", "en": ["y"], "ids": {"a": 0.5}, "document": "no"}]})
+
+
+@pytest.mark.parametrize("text,expected", [
+    # a leftover process keeps the VRAM after its program ended
+    ("程序崩溃之后显存一直被占用，只能重启", "gpu-vram-held-by-other-process"),
+    ("the zombie process still holds gpu memory after I stopped training", "gpu-vram-held-by-other-process"),
+    # the program vanishes while loading, with nothing printed: the host ran out of RAM
+    ("the app closes immediately without any error when it loads the checkpoint", "host-ram-oom-killed"),
+    ("加载模型的时候内存被吃满了，然后程序自己退出了", "host-ram-oom-killed"),
+    # ollama ps's CPU/GPU split: the model is partly on the CPU
+    ("ollama ps says 40%/60% CPU/GPU and the answers come slowly", "model-offloaded-to-cpu-slow"),
+    # black parts of a picture, and a GTX 16xx card's black pictures: half precision
+    ("I get black blocks in the faces of my pictures", "fp16-nan-or-black-output"),
+    ("我的1660 super生成出来全是黑的", "fp16-nan-or-black-output"),
+])
+def test_round11_words_rank_first(text, expected):
+    assert match_symptoms(text)[0]["id"] == expected, match_symptoms(text)[:3]
+
+
+@pytest.mark.parametrize("text,not_listed", [
+    # that nothing was printed says little alone; only while something loads does it point at the RAM
+    ("there is no error message but the generated image is completely black", "host-ram-oom-killed"),
+    ("torch.cuda.is_available() returns False without any error", "windows-pagefile-too-small"),
+    ("没有任何报错，但是生成的图片全黑", "host-ram-oom-killed"),
+])
+def test_round11_words_stay_silent(text, not_listed):
+    assert not_listed not in [h["id"] for h in match_symptoms(text)[:3]], match_symptoms(text)[:3]
