@@ -9,8 +9,8 @@ Paths:  redact (the one redaction engine: every save, import, export and share p
         (textnorm.clean_log: what the matcher and the parsers read), prefixes (textnorm.strip_prefixes alone),
         save (Store.save of a report holding the text, SQLite file or --db postgresql), export (`sessions export`:
         Store.write_bundle of that session to a file), bundle (Store.export_bundle: the bundle as bytes, the session
-        and its checksum), bundle-full (the same with reports=True, `--with-reports`: the Markdown and HTML
-        renderings embedded too, about 3x the text),
+        and its checksum; the form with the Markdown and HTML renderings, about 3x the text, is only written to a
+        file: export-full),
         download (the web UI's bundle button: its callable, Store.export_bundle, then what Streamlit does with the
         result: convert_data_to_bytes_and_infer_mime and the media store, behind ui.media_guard),
         markdown / html (Store.export_markdown / export_html),
@@ -23,7 +23,9 @@ Paths:  redact (the one redaction engine: every save, import, export and share p
         check meets the long stored report), refresh (Store.refresh_fleet: one session's fleet rows derived again
         from its stored report), refresh-all (stats.refresh: every session's), stats (`sessions stats` and
         `sessions unexplained`: stats.overview and stats.unexplained over the store holding that session),
-        rediagnose (`sessions rediagnose ID`: sessions.rediagnose_session, today's KB over the stored session).
+        rediagnose (`sessions rediagnose ID`: sessions.rediagnose_session, today's KB over the stored session; the
+        session, saved without a KB version, is restamped: replace_report), rediagnose-again (the same a second
+        time: nothing changes, its fleet rows are refreshed: refresh_fleet).
         --bundle-limit MB raises the 20 MB import limit in the child, to measure import paths beyond it.
 Inputs: log (ordinary log lines), digits (lines of digits), cjk (pasted Chinese prose with full-width letters),
         hostile (`Authorization:` + spaces, unclosed quoted secrets, token-shaped runs, escape sequences).
@@ -43,11 +45,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PATHS = ("redact", "fold", "normalise", "prefixes", "match", "terminal", "save", "export", "bundle", "bundle-full",
-         "download", "markdown", "html", "import", "export-full", "import-same", "import-clash", "refresh",
-         "refresh-all", "stats", "rediagnose")
-STORE_PATHS = ("save", "export", "bundle", "bundle-full", "download", "markdown", "html", "export-full", "import-same",
-               "import-clash", "refresh", "refresh-all", "stats", "rediagnose")
+PATHS = ("redact", "fold", "normalise", "prefixes", "match", "terminal", "save", "export", "bundle", "download",
+         "markdown", "html", "import", "export-full", "import-same", "import-clash", "refresh", "refresh-all", "stats",
+         "rediagnose", "rediagnose-again")
+STORE_PATHS = ("save", "export", "bundle", "download", "markdown", "html", "export-full", "import-same",
+               "import-clash", "refresh", "refresh-all", "stats", "rediagnose", "rediagnose-again")
 KINDS = ("log", "digits", "cjk", "hostile")
 
 LINES = {
@@ -107,12 +109,13 @@ def child(path: str, kind: str, mb: int) -> dict:
                 return {"skipped": f"bundles stop at {MAX_BUNDLE_BYTES // 2**20} MB"}
         elif path == "import-clash":  # a small, different session under the stored session's id
             arg = build_bundle({"session_id": arg, "host": "other", "logs": [{"name": "x", "text": "small"}]})
+        elif path == "rediagnose-again":  # diagnosed with today's KB once already: the second finds nothing new
+            _rediagnose(store, str(arg))
     from diagnostics.store import stats as fleet
 
     fn = {"redact": redact_text, "fold": normalize, "terminal": clean, "import": parse_bundle,
           "normalise": clean_log, "prefixes": strip_prefixes,
           "save": lambda r: store.save(r), "bundle": lambda sid: store.export_bundle(sid),
-          "bundle-full": lambda sid: store.export_bundle(sid, reports=True),
           "export": lambda sid: _export_to_file(store, sid, f"{tmp}/out.json"),
           "download": _download(store) if path == "download" else None,
           "markdown": lambda sid: store.export_markdown(sid), "html": lambda sid: store.export_html(sid),
@@ -122,7 +125,8 @@ def child(path: str, kind: str, mb: int) -> dict:
           "import-clash": lambda data: store.import_bundle_ex(data),
           "refresh": lambda sid: store.refresh_fleet(sid), "refresh-all": lambda sid: fleet.refresh(store),
           "stats": lambda sid: (fleet.overview(store), fleet.unexplained(store)),
-          "rediagnose": lambda sid: _rediagnose(store, sid)}[path]
+          "rediagnose": lambda sid: _rediagnose(store, sid),
+          "rediagnose-again": lambda sid: _rediagnose(store, sid)}[path]
     gc.collect()
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # reset the peak-RSS mark to the current RSS

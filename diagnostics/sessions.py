@@ -94,6 +94,7 @@ def rediagnose_session(store: Store, sid: str, diagnose: Diagnose | None = None)
     diff = compare_reports(old, new)
     changed = _findings(old) != _findings(new)
     restamped = not changed and old.get("kb_version") != new.get("kb_version")
+    del old  # the stored report is not needed any more (issue 16: a 64 MB session is not held twice below)
     if changed or restamped:
         note = None
         if diff["appeared"] or diff["disappeared"]:
@@ -103,6 +104,7 @@ def rediagnose_session(store: Store, sid: str, diagnose: Diagnose | None = None)
                 ", ".join(str(d["id"]) for d in diff["disappeared"]) or "none")
         store.replace_report(sid, new, note=note)
     else:
+        del new  # refresh_fleet reads the stored report again: neither copy is held beside it
         store.refresh_fleet(sid)  # today's verdict rule for the fleet rows
     return {"id": sid, "changed": changed, "restamped": restamped, "appeared": diff["appeared"],
             "disappeared": diff["disappeared"], "unchanged": diff["unchanged"]}

@@ -19,6 +19,7 @@ import pytest
 import diagnostics.redact as R
 from diagnostics.redact import redact_text
 from tests.secret_formats import catalogue, catalogue_round2
+from tests.test_store_common import full_bundle
 
 FORMATS = [f for f in catalogue() + catalogue_round2() if "no-end" not in f[0]]
 CHUNK = 3000
@@ -73,7 +74,7 @@ def test_a_session_of_straddling_secrets_is_stored_and_exported_clean(tmp_path: 
     def exports(store: Store, sid: str) -> tuple[bytes, bytes, str, str, str]:
         fp = io.BytesIO()
         store.write_bundle(sid, fp)
-        return store.export_bundle(sid, reports=True), fp.getvalue(), store.export_markdown(sid), store.export_html(sid), \
+        return full_bundle(store, sid), fp.getvalue(), store.export_markdown(sid), store.export_html(sid), \
             store.get_json(sid)
 
     monkeypatch.setattr(R, "CHUNK", CHUNK)

@@ -17,6 +17,7 @@ from diagnostics import service
 from diagnostics.store import Store
 from diagnostics.store.bundle import build_bundle
 from tests.secret_formats import catalogue
+from tests.test_store_common import full_bundle
 
 ROOT = Path(__file__).resolve().parent.parent
 FORMATS = catalogue()
@@ -93,7 +94,7 @@ def test_planted_secrets_reach_nothing_stored_or_shared(tmp_path: Path) -> None:
     shared = []
     for sid in ids:
         shared += [store.export_bundle(sid), store.export_bundle(sid, mask_identity=True),
-                   store.export_bundle(sid, reports=True),  # the bundle with its Markdown and HTML
+                   full_bundle(store, sid),  # the bundle with its Markdown and HTML
                    store.export_markdown(sid).encode(), store.export_html(sid).encode(),
                    json.dumps(store.share_preview(sid), ensure_ascii=False).encode(),
                    json.dumps(store.share_preview(sid, mask_identity=True), ensure_ascii=False).encode(),

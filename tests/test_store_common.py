@@ -88,3 +88,13 @@ def sample_report(**overrides: Any) -> dict[str, Any]:
 
 def secrets() -> list[str]:
     return [HF_SECRET, GH_SECRET, PW_SECRET]
+
+
+def full_bundle(store: Any, sid: str, mask_identity: bool = False) -> bytes:
+    """The bundle with its Markdown and HTML renderings (`sessions export --with-reports`), which the store only
+    writes to a file (``write_bundle(..., reports=True)``), never returns as bytes: collected here for a test."""
+    import io
+
+    fp = io.BytesIO()
+    store.write_bundle(sid, fp, mask_identity=mask_identity, reports=True)
+    return fp.getvalue()

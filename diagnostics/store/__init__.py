@@ -4,7 +4,8 @@
     sid = store.save(report)              # redacts secrets first; one transaction
     report = store.get(sid)               # the stored (redacted) report, byte-identical JSON
     rows, total = store.list_sessions(query="gfx1100", verdict="problems", page=1)
-    data = store.export_bundle(sid)       # bytes of a checksummed JSON bundle (the session; reports=True: + renderings)
+    data = store.export_bundle(sid)       # bytes of a checksummed JSON bundle (the session and its checksum)
+    store.write_bundle(sid, fp, reports=True)  # to a binary file: + its Markdown/HTML renderings (--with-reports)
     other.import_bundle(data)             # refuses damaged / altered / future / oversized bundles
 
 SQLite runs in WAL mode with a busy timeout, and every write takes the write lock up front
@@ -370,17 +371,18 @@ class Store:
         return self._write(tx)
 
     # ------------------------------------------------------------------------------------------ bundles
-    def export_bundle(self, sid: str, mask_identity: bool = False, *, reports: bool = False) -> bytes:
+    def export_bundle(self, sid: str, mask_identity: bool = False) -> bytes:
         """The shareable bundle of a session: secrets are redacted again, identity masked on request.
 
-        The bundle is the session and its checksum, about the size of the session's logs (*reports* adds its
-        Markdown and HTML renderings, which import ignores: about three times).  Made by :meth:`write_bundle`
-        into a temporary file and read back once the session is let go, so the bytes are the only large thing
-        held when they are returned."""
+        The bundle is the session and its checksum, about the size of the session's logs.  Made by
+        :meth:`write_bundle` into a temporary file and read back once the session is let go, so the bytes are the
+        only large thing held when they are returned.  The bundle with its Markdown and HTML renderings
+        (``sessions export --with-reports``) is about three times the logs: it is only ever written to a file,
+        by ``write_bundle(sid, fp, reports=True)``, never returned as bytes (issue 16: memory <= 3x the input)."""
         import tempfile
 
         with tempfile.TemporaryFile() as fp:
-            size = self.write_bundle(sid, fp, mask_identity=mask_identity, reports=reports)
+            size = self.write_bundle(sid, fp, mask_identity=mask_identity)
             fp.seek(0)
             data = fp.read(size)
         return data

@@ -5,8 +5,9 @@ A bundle is one JSON document::
     {"format": "gpu-doctor-session", "version": 1, "exported_at": "...", "session": {...the report...},
      "sha256": "<hex sha256 of the canonical JSON of everything except this key>"}
 
-A bundle made with ``reports=True`` (``sessions export --with-reports``) also holds ``"report_markdown"`` and
-``"report_html"``, the session rendered; every bundle made before that option holds them too.  They are derived
+A bundle written with ``write_bundle(..., reports=True)`` (``sessions export --with-reports``, only ever to a
+file) also holds ``"report_markdown"`` and ``"report_html"``, the session rendered; every bundle made before that
+option holds them too.  They are derived
 from the session, covered by the checksum when present, and never read: import renders them again from the
 session when they are needed, so a bundle without them carries the same session (a third of the bytes) and every
 version of this importer, old ones included, takes both forms.
@@ -469,13 +470,14 @@ def iter_html(report: dict[str, Any]) -> Any:
 
 
 # ----------------------------------------------------------------------------------------------- bundles
-def build_bundle(session: dict[str, Any], *, reports: bool = False) -> bytes:
+def build_bundle(session: dict[str, Any]) -> bytes:
     """The bundle file of *session* (see :func:`write_bundle`): written to a temporary file and read back in one
-    piece of its exact size (a BytesIO grows by copies, up to twice the bundle while it grows)."""
+    piece of its exact size (a BytesIO grows by copies, up to twice the bundle while it grows).  The form with the
+    renderings (about three times the logs) is only written to a file: ``write_bundle(session, fp, reports=True)``."""
     import tempfile
 
     with tempfile.TemporaryFile() as fp:
-        size = write_bundle(session, fp, reports=reports)
+        size = write_bundle(session, fp)
         fp.seek(0)
         return fp.read(size)
 
