@@ -491,7 +491,7 @@ def diagnose(report: dict[str, Any], kb_dir: str | None = None,
     nearest KB entries), and compute the verdict.  Fills *report* in place and returns it."""
     from .derive import derive
     from .matcher import order, root_causes
-    from .symptoms import merge_symptoms, without_label_tables
+    from .symptoms import bounded_query, merge_symptoms, without_label_tables
 
     kb, matcher = get_kb(kb_dir)
     probes = report.get("probes") or []
@@ -507,7 +507,7 @@ def diagnose(report: dict[str, Any], kb_dir: str | None = None,
     # what the user wrote in their own words (English or Chinese) around the pasted output, and a description
     pasted = "\n".join(str(lg.get("text") or "") for lg in report.get("logs") or [] if isinstance(lg, dict))
     if pasted.strip():
-        merge_symptoms(res, without_label_tables(pasted), kb)
+        merge_symptoms(res, without_label_tables(bounded_query(pasted)), kb)   # cut first: the tables of a 64 MB paste are never built
     if str(report.get("description") or "").strip():
         merge_symptoms(res, str(report["description"]), kb, prose_only=False)
     if pasted.strip() and not res["diagnoses"] and not res.get("possible") and _ERRORISH.search(pasted):
