@@ -539,6 +539,24 @@ def _baseline_section() -> list[str]:
 
 
 COLLECTION = """\
+**Held-out batch 9** (`tests/eval/heldout/batch9/`, frozen 2026-12-03 14:40 UTC, session 10, before any of that
+session's helpers' KB or matcher changes was merged; the lead's own changes merged before it were a check-script
+reading of pip/conda lines and a retired batch): 35 logs (29 with a cause over 25 ids, 6 healthy or unrelated; about
+a third NVIDIA; sources 2021-2026, most from 2024-2025) and 18 descriptions (9 Chinese, 9 English, copied as written),
+collected by one collector who read no KB pattern or test and ran nothing on the cases; six picks were replaced before
+freezing (five would have given an id a fifth log over the batches, one paste sat in a tuning case under another
+URL), and one description whose thread a tuning helper cited meanwhile. Not covered: ZLUDA, JAX, Ray, LM Studio, WSL,
+ANSI colour. Its figures at freeze (main at 4688ca5: the batch merged, no KB or matcher change for it) are in
+`bench/eval_baseline_batch9.json`: logs top-1 0.690, top-3 0.724 (0.862 incl. possible causes), negatives clean 6/6;
+descriptions top-1 0.556, top-3 0.722.
+
+**Exposed in session 10 and moved to tuning** (rule 3; `-ex-h` in their tuning names, tuning 1080-1085 and
+description s224-en): a helper collecting tuning logs picked the threads of h236, h237, h238, h241 (batch 6), h320,
+h330 and s224 (batch 8) on its own; the collision check flagged them, the helper dropped its copies and reverted the
+one widening it had built on one of them (rocBLAS's TensileLibrary file list), but it had read those threads, so the
+cases left the held-out split. Batch 5 retired whole the same day (above). The lead saw the file names of the moved
+cases while moving them and one moved description's text; no KB change was made from them.
+
 **Held-out batch 8** (`tests/eval/heldout/batch8/`, frozen 2026-12-03 11:13 UTC, session 9, before any of that
 session's helpers' KB or matcher changes was merged): 32 logs (26 with a cause over 21 ids, 6 healthy or unrelated;
 about a third NVIDIA; sources 2019-2026, most from 2024-2026) and 16 descriptions (8 Chinese, 8 English, copied as
