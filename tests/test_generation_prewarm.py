@@ -84,45 +84,6 @@ def test_transformers_is_imported_under_the_tokenizer_stage(tmp_path, monkeypatc
     assert result["transformers_version"] and "prewarm_s" not in result     # the CPU: no pre-warm
 
 
-def test_the_model_class_is_imported_beside_the_prewarm_and_the_load_starts_after_it(monkeypatch):
-    """The model class's import (transformers' model code: most of a first load's seconds) runs while the pre-warm
-    meets every key length; the pre-warm is joined after it and before the load, so nothing overlaps the load and
-    the peak-memory reset; the class import counts as stage "import_model_class", not as the load."""
-    order = []
-
-    class FakePrewarm:
-        def join(self):
-            order.append("join")
-            return {"prewarm_s": 0.1}
-
-    monkeypatch.setattr(child, "model_class", lambda builtin: order.append(("class", builtin)))
-    monkeypatch.setattr(child, "load_model", lambda *a, **k: order.append("load") or types.SimpleNamespace())
-    monkeypatch.setattr(child, "report_placement", lambda *a: "cpu")
-    plan = _plan(device="cpu")
-    plan.prewarm = FakePrewarm()
-    result = {}
-    child.load_on_device(types.SimpleNamespace(device_map=None), torch, plan, result)
-    assert order == [("class", True), "join", "load"]
-    assert "import_model_class" in result["stage_s"] and result["prewarm_s"] == 0.1
-
-
-def test_the_prewarm_meets_every_key_length_of_the_generation(monkeypatch):
-    """Attention's first-time cost is per key length (H200: 3.0 s for a first 32-token generation, 0.08 s after):
-    the pre-warm calls it at the prompt's length and at every length the 32 decoding steps reach."""
-    import torch.nn.functional as F
-
-    seen = []
-    real = F.scaled_dot_product_attention
-
-    def spy(q, k, v, **kw):
-        seen.append((q.shape[-2], k.shape[-2]))
-        return real(q, k, v, **kw)
-
-    monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
-    child.prewarm_gpu(torch, TINY, "float32", prompt_len=16, new_tokens=32, device="cpu")
-    assert seen[0] == (16, 16) and [k for q, k in seen[1:]] == list(range(17, 17 + 32)), seen
-
-
 # ------------------------------------------------------------------------------------ the bytecode cache
 
 def _bytecode_case(tmp_path, monkeypatch, *, flag=True, prefix=None, pyc=False, opt_out=False):

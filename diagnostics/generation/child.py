@@ -552,19 +552,12 @@ def builtin_classes(plan) -> bool:  # noqa: ANN001
     return str(getattr(plan, "display", "")).startswith("builtin:")
 
 
-def model_class(builtin: bool):
-    """The class from_pretrained is called on; importing it imports transformers' model code (modeling_utils and
-    what it pulls in: most of the seconds a first load costs)."""
+def load_model(model_dir: str, device: str, dtype_name: str, device_map: str | None, builtin: bool = False):
+    import torch
     if builtin:
         from transformers import LlamaForCausalLM as model_cls
     else:
         from transformers import AutoModelForCausalLM as model_cls
-    return model_cls
-
-
-def load_model(model_dir: str, device: str, dtype_name: str, device_map: str | None, builtin: bool = False):
-    import torch
-    model_cls = model_class(builtin)
     dtype = getattr(torch, dtype_name)
     kw = {_dtype_kwarg(): dtype, "local_files_only": True}
     accelerate = _has_accelerate()
@@ -655,9 +648,8 @@ def prewarm_gpu(torch, cfg: dict, dtype_name: str, prompt_len: int = 16, new_tok
         ids = torch.randint(0, V, (1, prompt_len), device=dev, generator=g)
         k_cache = v_cache = None
         done = torch.zeros(1, dtype=torch.bool, device=dev)
-        # the prompt, then one single token per length the generation will meet: attention pays its first-time
-        # cost once per key length (measured on the H200: a 32-token first generation 3.0 s, the next 0.08 s; after
-        # a 2-token warm-up the 32 tokens still took 1.3 s), so every length is met here, not in the warm-up
+        # the prompt, then a few single tokens (one decoding step launches the same kernels as the next: more
+        # steps would only cost GIL hand-overs with the import beside it, up to 5 ms each)
         for step in range(min(new_tokens, PREWARM_STEPS) + 1):
             n = ids.shape[1] if step == 0 else 1
             start = 0 if step == 0 else prompt_len + step - 1
@@ -690,7 +682,7 @@ def prewarm_gpu(torch, cfg: dict, dtype_name: str, prompt_len: int = 16, new_tok
     return {"prewarm_s": round(time.perf_counter() - t0, 4)}
 
 
-PREWARM_STEPS = 256   # at most: the default generation is 32 tokens
+PREWARM_STEPS = 3
 PREWARM_WAIT_S = 20.0
 
 
@@ -968,12 +960,6 @@ def load_on_device(args, torch, plan: Plan, result: dict):  # noqa: ANN001
     """Load the model onto the chosen device; report where its parameters really are (gen.device)."""
     prewarm = plan.prewarm
     if prewarm is not None:     # ended before any memory cap, the peak's reset and the load: nothing overlaps them
-        # the model class's import (transformers' model code, seconds of CPU) first, beside the pre-warm; its
-        # seconds count as the "import" stage, not as the load
-        t0 = time.perf_counter()
-        model_class(builtin_classes(plan))
-        result["import_s"] = round(result.get("import_s", 0.0) + time.perf_counter() - t0, 3)
-        _lap(result, "import_model_class", t0)
         t0 = time.perf_counter()
         result.update(prewarm.join())
         torch.cuda.empty_cache()                  # its few blocks are not the model's
