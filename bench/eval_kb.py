@@ -557,6 +557,14 @@ one widening it had built on one of them (rocBLAS's TensileLibrary file list), b
 cases left the held-out split. Batch 5 retired whole the same day (above). The lead saw the file names of the moved
 cases while moving them and one moved description's text; no KB change was made from them.
 
+**What session 10's changes did to unseen cases** (measured once, at the end of the session, after every merge): batch
+9 at freeze 0.690 / 0.724 logs, 0.556 / 0.722 descriptions -> the same figures after (nothing moved); batches 6-8 on
+the cases that remain (84 logs, 42 descriptions), the session's start (ead26dc) -> its end: logs 0.636 / 0.739 /
+0.909 top-1 per batch -> identical, descriptions top-3 38/42 -> 37/42 (one batch-8 description fell out of the first
+three). The session's KB and matcher work (about 55 tuning logs from new threads, two retired batches' misses
+studied, facts read from pip/conda lines, nvidia-smi and REPL pastes, escaped and quoted log layers) raised the
+tuning and retired figures and left the held-out ones where they were.
+
 **Held-out batch 8** (`tests/eval/heldout/batch8/`, frozen 2026-12-03 11:13 UTC, session 9, before any of that
 session's helpers' KB or matcher changes was merged): 32 logs (26 with a cause over 21 ids, 6 healthy or unrelated;
 about a third NVIDIA; sources 2019-2026, most from 2024-2026) and 16 descriptions (8 Chinese, 8 English, copied as
