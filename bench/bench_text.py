@@ -50,7 +50,7 @@ PATHS = ("redact", "fold", "normalise", "prefixes", "match", "terminal", "save",
          "rediagnose", "rediagnose-again")
 STORE_PATHS = ("save", "export", "bundle", "download", "markdown", "html", "export-full", "import-same",
                "import-clash", "refresh", "refresh-all", "stats", "rediagnose", "rediagnose-again")
-KINDS = ("log", "digits", "cjk", "hostile")
+KINDS = ("log", "digits", "cjk", "hostile", "escaped")
 
 LINES = {
     "log": "2024-05-01 12:00:00 INFO step 1234 loss 0.123 lr 1e-4 tokens/s 5321.2 some filler text here ok\n",
@@ -58,6 +58,10 @@ LINES = {
     "cjk": "显卡 报错 了，怎么 办？ ｈｉｐ ＥＲＲＯＲ：ｍｅｍｏｒｙ 一 二 三 四 五\n",
     "hostile": ("Authorization:" + " " * 200 + "\nPASSWORD=\"x PASSWORD=\"y " + "hf_" + "a" * 40
                 + " \x1b]52;c;AAAA\x07 &#106;avascript: 0x" + "f" * 60 + "\n"),
+    # docker's json-file log: every line a quoted string, so the matcher also scans each line decoded
+    # (textnorm.escaped_readings): the largest appendix a log can make
+    "escaped": ('{"log":"2024-05-01 12:00:00 INFO step 1234 loss 0.123 lr 1e-4 \\"tokens/s\\" 5321.2\\n",'
+                '"stream":"stderr","time":"2024-05-01T12:00:00.000000000Z"}\n'),
 }
 
 

@@ -281,7 +281,7 @@ def escaped_readings(text: str, max_chars: int | None = None) -> tuple[str, list
     out: list[str] = []
     starts: list[int] = []
     total = 0
-    for i, line in enumerate(text.split("\n")):
+    for i, line in _lines_with_backslash(text):
         reading = _line_reading(line)
         if not reading:
             continue
@@ -290,8 +290,25 @@ def escaped_readings(text: str, max_chars: int | None = None) -> tuple[str, list
         if total > limit:
             break
         out.extend(parts)
-        starts.extend([i + 1] * len(parts))
+        starts.extend([i] * len(parts))
     return "\n".join(out), starts
+
+
+def _lines_with_backslash(text: str):
+    """(1-based line number, line) of each line of *text* that holds a backslash, found by jumping from one
+    backslash to the next: no list of every line (a 64 MB docker log has half a million of them)."""
+    pos, lineno, counted = 0, 1, 0
+    while True:
+        b = text.find("\\", pos)
+        if b < 0:
+            return
+        start = text.rfind("\n", 0, b) + 1
+        end = text.find("\n", b)
+        end = len(text) if end < 0 else end
+        lineno += text.count("\n", counted, start)
+        counted = start
+        yield lineno, text[start:end]
+        pos = end + 1
 
 
 PIECE = 1 << 20   # large texts are normalised in pieces of about 1 MiB cut at line ends (bounded temporaries)

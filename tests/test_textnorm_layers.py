@@ -89,3 +89,16 @@ def test_dump_fixtures_give_their_facts_behind_a_layer(layer):
             lost.append(side.stem)
     assert n > 80
     assert len(lost) <= (1 - FIXTURE_FLOOR[layer]) * n, lost
+
+
+def test_escaped_readings_name_the_line_each_reading_came_from():
+    """Lines are found by jumping between backslashes (no list of every line of a 64 MB log): the numbers stay
+    right for a first line, a last line without a newline, and lines with several backslashes."""
+    from diagnostics.textnorm import escaped_readings
+
+    text = 'HSA\\_OVERRIDE\\_GFX\\_VERSION=10.3.0\nplain\n\n{"log":"a\\nRuntimeError: HIP error\\n"}\nx\\_y'
+    appendix, at = escaped_readings(text)
+    assert appendix.split("\n")[0] == "HSA_OVERRIDE_GFX_VERSION=10.3.0"
+    assert "RuntimeError: HIP error" in appendix
+    assert at[0] == 1 and at[-1] == 5 and set(at) <= {1, 4, 5}
+    assert escaped_readings("no escapes here\nat all") == ("", [])
