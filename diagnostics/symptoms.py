@@ -301,18 +301,15 @@ class Lexicon:
 
     def groups_in(self, folded: str) -> frozenset[str]:
         """The groups (Phrase.group) that have a phrase all of whose parts occur in *folded* text (see :func:`_fold`)."""
-        if self._set is None or not folded:
-            return frozenset()
-        hit = set(self._set.Match(folded) or ())
-        if not hit:
-            return frozenset()
-        return frozenset(ph.group for ph in self.phrases if all(i in hit for i in ph.parts))
+        return frozenset(self.phrases_in(folded))
 
     def phrases_in(self, folded: str) -> dict[str, str]:
         """{group: the first of its phrases (as written) all of whose parts occur in *folded* text}."""
         if self._set is None or not folded:
             return {}
         hit = set(self._set.Match(folded) or ())
+        if not hit:
+            return {}
         out: dict[str, str] = {}
         for ph in self.phrases:
             if ph.group not in out and all(i in hit for i in ph.parts):

@@ -259,14 +259,14 @@ def unescaped(text: str) -> str:
     as it is (the same object)."""
     if "\\" not in text:
         return text
-    lines = text.split("\n")
-    changed = False
-    for i, line in enumerate(lines):
-        reading = _line_reading(line)
+    out: list[str] = []
+    done = 0
+    for _n, start, end in _lines_with_backslash(text):
+        reading = _line_reading(text[start:end])
         if reading is not None:
-            lines[i] = reading
-            changed = True
-    return "\n".join(lines) if changed else text
+            out += [text[done:start], reading]
+            done = end
+    return "".join(out) + text[done:] if out else text
 
 
 def escaped_readings(text: str, max_chars: int | None = None) -> tuple[str, list[int]]:
@@ -281,8 +281,8 @@ def escaped_readings(text: str, max_chars: int | None = None) -> tuple[str, list
     out: list[str] = []
     starts: list[int] = []
     total = 0
-    for i, line in _lines_with_backslash(text):
-        reading = _line_reading(line)
+    for i, start, end in _lines_with_backslash(text):
+        reading = _line_reading(text[start:end])
         if not reading:
             continue
         parts = reading.split("\n")
@@ -295,7 +295,7 @@ def escaped_readings(text: str, max_chars: int | None = None) -> tuple[str, list
 
 
 def _lines_with_backslash(text: str):
-    """(1-based line number, line) of each line of *text* that holds a backslash, found by jumping from one
+    """(1-based line number, start, end) of each line of *text* that holds a backslash, found by jumping from one
     backslash to the next: no list of every line (a 64 MB docker log has half a million of them)."""
     pos, lineno, counted = 0, 1, 0
     while True:
@@ -307,7 +307,7 @@ def _lines_with_backslash(text: str):
         end = len(text) if end < 0 else end
         lineno += text.count("\n", counted, start)
         counted = start
-        yield lineno, text[start:end]
+        yield lineno, start, end
         pos = end + 1
 
 

@@ -138,8 +138,20 @@ def test_round6_normalisations():
     ("进程kill了之后显存还是被占着，nvidia-smi看不到进程", "gpu-vram-held-by-other-process"),
     ("Radeon 780M only has 512MB of VRAM and torch runs out of memory", "apu-vram-carveout-too-small"),
     ("这个模型需要多少显存才能跑？16G跑不动", "model-too-large-for-vram"),
+    # (round 11)
+    # a leftover process keeps the VRAM after its program ended
+    ("程序崩溃之后显存一直被占用，只能重启", "gpu-vram-held-by-other-process"),
+    ("the zombie process still holds gpu memory after I stopped training", "gpu-vram-held-by-other-process"),
+    # the program vanishes while loading, with nothing printed: the host ran out of RAM
+    ("the app closes immediately without any error when it loads the checkpoint", "host-ram-oom-killed"),
+    ("加载模型的时候内存被吃满了，然后程序自己退出了", "host-ram-oom-killed"),
+    # ollama ps's CPU/GPU split: the model is partly on the CPU
+    ("ollama ps says 40%/60% CPU/GPU and the answers come slowly", "model-offloaded-to-cpu-slow"),
+    # black parts of a picture, and a GTX 16xx card's black pictures: half precision
+    ("I get black blocks in the faces of my pictures", "fp16-nan-or-black-output"),
+    ("我的1660 super生成出来全是黑的", "fp16-nan-or-black-output"),
 ])
-def test_round6_discriminating_words_rank_first(text, expected):
+def test_discriminating_words_rank_first(text, expected):
     assert match_symptoms(text)[0]["id"] == expected, match_symptoms(text)[:3]
 
 
@@ -764,23 +776,6 @@ def test_round11_a_family_only_group_is_one_term_not_its_words():
     assert r.rank("zebra")[0]["id"] == "b"                    # an ordinary group joins its documents as before
     with pytest.raises(ValueError):
         build_lexicon({"groups": [{"name": "x", "en": ["y"], "ids": {"a": 0.5}, "document": "no"}]})
-
-
-@pytest.mark.parametrize("text,expected", [
-    # a leftover process keeps the VRAM after its program ended
-    ("程序崩溃之后显存一直被占用，只能重启", "gpu-vram-held-by-other-process"),
-    ("the zombie process still holds gpu memory after I stopped training", "gpu-vram-held-by-other-process"),
-    # the program vanishes while loading, with nothing printed: the host ran out of RAM
-    ("the app closes immediately without any error when it loads the checkpoint", "host-ram-oom-killed"),
-    ("加载模型的时候内存被吃满了，然后程序自己退出了", "host-ram-oom-killed"),
-    # ollama ps's CPU/GPU split: the model is partly on the CPU
-    ("ollama ps says 40%/60% CPU/GPU and the answers come slowly", "model-offloaded-to-cpu-slow"),
-    # black parts of a picture, and a GTX 16xx card's black pictures: half precision
-    ("I get black blocks in the faces of my pictures", "fp16-nan-or-black-output"),
-    ("我的1660 super生成出来全是黑的", "fp16-nan-or-black-output"),
-])
-def test_round11_words_rank_first(text, expected):
-    assert match_symptoms(text)[0]["id"] == expected, match_symptoms(text)[:3]
 
 
 @pytest.mark.parametrize("text,not_listed", [
