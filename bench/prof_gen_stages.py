@@ -45,11 +45,18 @@ def main() -> int:
     ap.add_argument("--cache", choices=["dynamic", "static"], default="dynamic",
                     help="static: generate(cache_implementation='static'): one KV shape for every decoding step")
     ap.add_argument("--warmup-tokens", type=int, default=None, help="tokens of the warm-up (default: --tokens)")
+    ap.add_argument("--attn", default=None, help="attention implementation set after the load (eager, sdpa)")
+    ap.add_argument("--sdp-backends", default=None,
+                    help="comma list of SDPA backends left on (flash,mem_efficient,math,cudnn); the rest off")
     ap.add_argument("--no-profile", action="store_true", help="stage times only (cProfile inflates Python-bound stages)")
     a = ap.parse_args()
     if a.no_profile:
         a.top = 0
     torch = stage("import torch", lambda: __import__("torch"))
+    if a.sdp_backends is not None:
+        on = set(a.sdp_backends.split(","))
+        for name in ("flash", "mem_efficient", "math", "cudnn"):
+            getattr(torch.backends.cuda, f"enable_{name}_sdp")(name in on)
     if a.device == "cuda":
         stage("first CUDA call", lambda: torch.zeros(1, device="cuda").sum().item())
     stage("import transformers + LlamaForCausalLM", lambda: __import__("transformers").LlamaForCausalLM)
@@ -58,6 +65,9 @@ def main() -> int:
     model = stage("load (first)", lambda: child.load_model(d, a.device, a.dtype, None, True), a.top)
     from transformers import AutoTokenizer
     tok = stage("tokenizer", lambda: AutoTokenizer.from_pretrained(d, local_files_only=True))
+    if a.attn:
+        model.set_attn_implementation(a.attn)
+    print(f"attention: {model.config._attn_implementation}", flush=True)
     inputs = child.prompt_inputs(torch, tok, model)
     if a.cache == "static":
         model.generation_config.cache_implementation = "static"

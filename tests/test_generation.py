@@ -96,6 +96,8 @@ def test_cpu_generation_with_builtin_model(cache_dir):
     assert g["dtype"] == "float32"
     assert set(g["param_devices"].values()) == {"cpu"}
     assert "lm_head.weight" in g["param_devices"]
+    # the built-in model skips transformers' scikit-learn/SciPy imports (nothing imported them before it)
+    assert g["skipped_imports"] == ["sklearn", "scipy"]
     f = g["facts"]
     assert f["gen.device"] == "cpu" and f["gen.ran"] is True and f["gen.offloaded"] is False
     assert f["gen.requested_device"] == "cpu" and f["gen.param_devices"] == ["cpu"]

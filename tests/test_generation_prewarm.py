@@ -124,3 +124,52 @@ def test_bytecode_cache_where_writing_is_forbidden_and_transformers_has_none(tmp
 def test_bytecode_left_as_the_user_has_it(tmp_path, monkeypatch, case):
     result, prefix, dont = _bytecode_case(tmp_path, monkeypatch, **case)
     assert result == {} and prefix == case.get("prefix") and dont is case.get("flag", True)
+
+
+def test_cudnn_attention_is_left_out_and_the_answer_says_what_it_was():
+    """cuDNN's SDPA builds a plan per sequence length (the H200's warm-up: 4.2 s with it, 0.6 s without): the
+    generation turns that one backend off and records whether it was on; the other backends stay as they were."""
+    cuda = torch.backends.cuda
+    before = {n: getattr(cuda, f"{n}_sdp_enabled")() for n in ("cudnn", "flash", "mem_efficient", "math")}
+    try:
+        cuda.enable_cudnn_sdp(True)
+        assert child.leave_out_cudnn_attention(torch) == "turned off"
+        assert not cuda.cudnn_sdp_enabled()
+        assert child.leave_out_cudnn_attention(torch) == "off already"
+        assert [getattr(cuda, f"{n}_sdp_enabled")() for n in ("flash", "mem_efficient", "math")] == \
+            [before[n] for n in ("flash", "mem_efficient", "math")]
+        no_switch = types.SimpleNamespace(backends=types.SimpleNamespace(cuda=types.SimpleNamespace()))
+        assert child.leave_out_cudnn_attention(no_switch) == "absent"
+
+        def broken(_on):
+            raise RuntimeError("odd build")
+        odd = types.SimpleNamespace(backends=types.SimpleNamespace(cuda=types.SimpleNamespace(
+            enable_cudnn_sdp=broken, cudnn_sdp_enabled=lambda: True)))
+        assert child.leave_out_cudnn_attention(odd) == "left as it was (RuntimeError)"
+    finally:
+        cuda.enable_cudnn_sdp(before["cudnn"])
+
+
+def test_unused_extras_are_skipped_for_the_builtin_model_only():
+    """scikit-learn and SciPy (2.3 s of the H200's transformers import) are imported by transformers only for
+    features the built-in model's greedy generation never reaches; their availability checks answer False there,
+    while a user's model (builtin=False) keeps transformers' own answers."""
+    def real():
+        return True
+    utils = types.SimpleNamespace(is_sklearn_available=real, is_scipy_available=real, is_torch_available=real)
+    utils.import_utils = types.SimpleNamespace(is_sklearn_available=real, is_scipy_available=real)
+    fake = types.SimpleNamespace(utils=utils)
+    result: dict = {}
+    saved = {k: sys.modules.pop(k) for k in ("sklearn", "scipy") if k in sys.modules}
+    try:
+        child.skip_unused_extras(fake, result)
+        assert result["skipped_imports"] == ["sklearn", "scipy"]
+        assert not utils.is_sklearn_available() and not utils.import_utils.is_scipy_available()
+        assert utils.is_torch_available is real
+        sys.modules["scipy"] = types.ModuleType("scipy")   # already imported: nothing to gain, left alone
+        utils2 = types.SimpleNamespace(is_sklearn_available=real, is_scipy_available=real)
+        child.skip_unused_extras(types.SimpleNamespace(utils=utils2), result)
+        assert result["skipped_imports"] == ["sklearn"] and utils2.is_scipy_available is real
+    finally:
+        sys.modules.pop("scipy", None)
+        sys.modules.update(saved)

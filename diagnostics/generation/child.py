@@ -682,6 +682,24 @@ def prewarm_gpu(torch, cfg: dict, dtype_name: str, prompt_len: int = 16, new_tok
     return {"prewarm_s": round(time.perf_counter() - t0, 4)}
 
 
+def leave_out_cudnn_attention(torch) -> str:  # noqa: ANN001
+    """Turn off cuDNN's scaled-dot-product attention for this generation; say what it was.  cuDNN builds an
+    execution plan for each new sequence length, and a generation meets a new key length at every token: on an
+    H200 (torch 2.11, cuDNN backend on by default) the warm-up generation took 4.2 s with it and 0.6 s with only
+    the flash / memory-efficient / math backends, and the timed generation ran faster without it (316 tokens/s
+    against 266 with it; docs/BENCHMARKS.md, issue 19 session 11).  Nothing else is changed, so the speed measured is still
+    that of the user's torch and GPU; ROCm builds have no cuDNN backend, so there the switch changes nothing."""
+    cuda = getattr(torch.backends, "cuda", None)
+    if cuda is None or not hasattr(cuda, "enable_cudnn_sdp"):
+        return "absent"
+    try:
+        was = bool(cuda.cudnn_sdp_enabled())
+        cuda.enable_cudnn_sdp(False)
+    except Exception as e:  # noqa: BLE001 - an odd build keeps its own settings; the generation goes on
+        return f"left as it was ({type(e).__name__})"
+    return "turned off" if was else "off already"
+
+
 PREWARM_STEPS = 3
 PREWARM_WAIT_S = 20.0
 
@@ -818,11 +836,38 @@ def bytecode_cache(cache_dir: str, result: dict) -> None:
     result["pycache_because"] = f"no bytecode for {missing}"
 
 
-def import_transformers(result: dict) -> None:
+# transformers imports these optional libraries at module level for features the built-in model's greedy
+# generation never reaches: scikit-learn for assisted generation's candidate threshold
+# (transformers.generation.candidate_generator) and SciPy for the object-detection losses (transformers.loss).  On
+# the H200 scikit-learn alone was 2.3 s of a 6.9 s import (docs/BENCHMARKS.md, issue 19 session 11).
+UNUSED_EXTRAS = ("sklearn", "scipy")
+
+
+def skip_unused_extras(transformers, result: dict) -> None:  # noqa: ANN001
+    """For the built-in model only: transformers' availability checks of UNUSED_EXTRAS answer False in this process,
+    so their imports are skipped.  A user's own model directory may need them and keeps transformers' answers."""
+    skipped = []
+    for mod in (getattr(transformers, "utils", None), getattr(getattr(transformers, "utils", None), "import_utils", None)):
+        for extra in UNUSED_EXTRAS:
+            name = f"is_{extra}_available"
+            if mod is not None and callable(getattr(mod, name, None)) and extra not in sys.modules:
+                setattr(mod, name, _unavailable)
+                if extra not in skipped:
+                    skipped.append(extra)
+    result["skipped_imports"] = skipped
+
+
+def _unavailable() -> bool:
+    return False
+
+
+def import_transformers(result: dict, builtin: bool = False) -> None:
     """Import transformers (its own import: the model code comes with the model class, load_tokenizer and
     load_model); stage "import"."""
     t0 = time.perf_counter()
     import transformers
+    if builtin:
+        skip_unused_extras(transformers, result)
     try:
         from transformers.utils import logging as tlog
         tlog.disable_progress_bar()
@@ -939,7 +984,7 @@ def load_tokenizer(plan: Plan, result: dict):
     """The model's tokenizer, first: cheap, and a missing one is a clear finding.  transformers is imported here,
     under this stage (while a GPU pre-warm may run beside it)."""
     progress("loading tokenizer")
-    import_transformers(result)
+    import_transformers(result, builtin_classes(plan))
     t0 = time.perf_counter()
     if builtin_classes(plan):   # our own tokenizer.json: no config lookup to find its class
         from transformers import PreTrainedTokenizerFast as tok_cls
@@ -1140,6 +1185,8 @@ def run(args, result: dict) -> dict:
         torch.set_num_threads(1)
         result["cpu_threads"] = 1
     check_fits(args, torch, plan, result)
+    if device == "cuda":
+        result["cudnn_attention"] = leave_out_cudnn_attention(torch)
     plan.prewarm = start_prewarm(args, torch, plan)
     tok = load_tokenizer(plan, result)
     model = load_on_device(args, torch, plan, result)
