@@ -674,3 +674,22 @@ def test_sysfs_read_stuck_mid_run_is_left_behind_with_a_note(tmp_path, monkeypat
         assert any("did not stop within 2 s (a read is stuck in the driver); left behind" in n for n in samples.notes)
     finally:
         _release_fifo(busy)
+
+
+def test_stop_waits_for_the_after_reading_not_the_whole_tail(tmp_path, monkeypatch):
+    """The end of the work is read once per GPU ("after"), and then the monitor stops: a 30 s tail is an upper
+    bound, not a wait (the generation's monitor used to sit through its whole tail at the end of every run)."""
+    bindir = tmp_path / "bin"
+    replay_nvsmi(bindir, "rtx-loop-ksysguard27.csv")
+    only_path(monkeypatch, bindir)
+    mon = monitor.Monitor(interval=0.05, tools=["nvidia-smi"], tail_s=30.0)
+    mon.start()
+    mon.set_phase("generating")
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    samples = mon.stop()
+    waited = time.monotonic() - t0
+    assert [s for s in samples if s["phase"] == "after"]
+    assert {s.get("gpu") for s in samples if s["phase"] == "after"} == {s.get("gpu") for s in samples}
+    assert waited < 30.0, waited
+    assert no_monitor_threads()

@@ -169,7 +169,13 @@ class Monitor:
             return self.samples
         self.set_phase("after")
         if self._thread is not None and self._thread.is_alive() and self.tail_s > 0:
-            self._stop.wait(self.tail_s)
+            # up to tail_s for the "after" readings, but no longer than the first of them takes to arrive: the
+            # GPU's state once the work ended is one reading, and each waited tenth of a second is on the run's
+            # critical path (the generation's monitor waited its full 0.5 s at the end of every run)
+            deadline = time.monotonic() + self.tail_s
+            while not self._stop.wait(min(0.05, self.tail_s)) and time.monotonic() < deadline:
+                if self._after_seen():
+                    break
         self._stop.set()
         if self._source is not None:
             self.samples.raw = list(getattr(self._source, "raw", []) or [])
@@ -183,6 +189,12 @@ class Monitor:
                 self._note(f"{self.samples.source}: the sampler did not stop within {STOP_JOIN_S:g} s "
                            "(a read is stuck in the driver); left behind")
         return self.samples
+
+    def _after_seen(self) -> bool:
+        """An "after" reading has arrived for every GPU read so far."""
+        with self._lock:
+            after = {s.get("gpu") for s in self.samples if s.get("phase") == "after"}
+            return bool(after) and after >= {s.get("gpu") for s in self.samples}
 
     def __enter__(self) -> "Monitor":
         return self.start()
