@@ -66,11 +66,15 @@ HELDOUT8_FROZEN = "2026-12-03 11:13 UTC"
 # batch 9: collected in session 10 (one collector, both sides), frozen before that session's KB/matcher changes
 HELDOUT9_DIR = HELDOUT_DIR / "batch9"
 HELDOUT9_FROZEN = "2026-12-03 14:40 UTC"
+# batch 10: collected in session 11 (one collector, both sides), frozen before that session's KB/matcher changes
+HELDOUT10_DIR = HELDOUT_DIR / "batch10"
+HELDOUT10_FROZEN = "2026-12-04 01:05 UTC"
 HELDOUT_BATCHES = {
     6: (HELDOUT6_DIR, HELDOUT6_FROZEN),
     7: (HELDOUT7_DIR, HELDOUT7_FROZEN),
     8: (HELDOUT8_DIR, HELDOUT8_FROZEN),
     9: (HELDOUT9_DIR, HELDOUT9_FROZEN),
+    10: (HELDOUT10_DIR, HELDOUT10_FROZEN),
 }
 # former held-out batches 1-3 (retired in session 6) and 4 (session 8), all on 2026-12-02, and 5 (session 10,
 # 2026-12-03): their misses were studied
@@ -539,6 +543,18 @@ def _baseline_section() -> list[str]:
 
 
 COLLECTION = """\
+**Held-out batch 10** (`tests/eval/heldout/batch10/`, frozen 2026-12-04 01:05 UTC, session 11, on top of main at 2c030c8,
+before any of that session's KB or matcher changes was merged; main's next commit, 5c89cfc, changed only the generation
+child): 32 logs (26 with a cause over 21 ids, 6 unrelated errors; about a third NVIDIA; sources 2019-2026, most from
+2024-2026) and 18 descriptions (9 Chinese, 9 English, copied as written), collected by one collector who read no KB
+pattern or test and ran nothing on the cases; eight picks were dropped before freezing (four threads that other
+session-11 helpers cited in new tuning cases meanwhile, NumPy's stock NumPy-2 message already in the KB and tuning,
+an excerpt cut before its error line, two cross-posted pastes). Not covered: ZLUDA, DirectML, WSL, container-toolkit
+logs, ANSI colour, healthy tool output as a negative. The brief asked for 22 ids; a miscount before freezing left
+21, and no case was added after the baseline. Its figures at freeze (b64878a: the batch committed, no KB or matcher
+change for it) are in `bench/eval_baseline_batch10.json`: logs top-1 0.731, top-3 0.731 (0.923 incl. possible
+causes), negatives clean 6/6; descriptions top-1 0.778, top-3 0.889.
+
 **Held-out batch 9** (`tests/eval/heldout/batch9/`, frozen 2026-12-03 14:40 UTC, session 10, before any of that
 session's helpers' KB or matcher changes was merged; the lead's own changes merged before it were a check-script
 reading of pip/conda lines and a retired batch): 35 logs (29 with a cause over 25 ids, 6 healthy or unrelated; about
