@@ -22,6 +22,9 @@ from .kb import KB_DIR, PLACEHOLDER_RE, PLACEHOLDERS, KBError, _compose, _Ctx, _
 MATRIX_NAME = os.path.join("support", "gpu-matrix.yaml")
 INDEX_BASE = "https://download.pytorch.org/whl/"
 VERIFY_CMD = 'python -c "import torch; print(torch.cuda.get_arch_list())"'
+# the pip of the interpreter that will import torch: a bare `pip` is whichever is first on PATH, possibly another
+# Python's (https://packaging.python.org/en/latest/tutorials/installing-packages/#use-pip-for-installing)
+PIP = "python -m pip"
 
 GFX_RE = re.compile(r"^gfx[0-9]{3,4}[a-f]?$|^gfx[0-9]{2}[a-f]$")
 CC_RE = re.compile(r"^sm_[0-9]{2,3}$")
@@ -158,6 +161,32 @@ def arch_runs(target: str, archs: list[str]) -> bool:
             if have is not None and have <= want:
                 return True
     return False
+
+
+def carried_arch(target: str, archs: list[str]) -> str | None:
+    """The entry of *archs* (a ``get_arch_list()``) whose code runs *target*: the target itself when listed, else
+    (NVIDIA) the highest binary code of the same major capability below it (a cu126 wheel's sm_60 for an sm_61 GPU,
+    sm_86 for an sm_89 one), else the highest PTX not above it; None when nothing runs it (see arch_runs)."""
+    listed = list(dict.fromkeys(a.split(":", 1)[0] for a in archs))
+    if target in listed:
+        return target
+    want = _cc_num(target) if target.startswith("sm_") else None
+    if want is None:
+        return None
+    best: tuple[int, int, str] | None = None
+    for a in listed:
+        have = _cc_num(a)
+        if have is None or have > want:
+            continue
+        if a.startswith("sm_") and have // 10 == want // 10:
+            key = (1, have, a)      # binary code of the same major version beats PTX the driver must compile
+        elif a.startswith("compute_"):
+            key = (0, have, a)
+        else:
+            continue
+        if best is None or key > best:
+            best = key
+    return best[2] if best else None
 
 
 def _cc_num(a: str) -> int | None:
@@ -609,6 +638,29 @@ class Install:
     # arch list is 2.14's): the command is then a downgrade, and the report says so instead of presenting it as current
     newer_installed: str | None = None
 
+    def checks(self) -> list[tuple[str, str]]:
+        """(arch, target) pairs: what ``get_arch_list()`` of the installed wheel must name for each GPU target.  An
+        NVIDIA GPU is often run by code of a lower minor capability (cu126's list has sm_60, not the GTX 10xx's
+        sm_61; cu130's sm_86, not the RTX 40xx's sm_89), so the check names the entry the wheel really carries."""
+        want = [self.check_target] if self.override else (self.targets or [self.check_target])
+        out = []
+        for t in dict.fromkeys(want):
+            a = carried_arch(t, self.wheel.archs or []) or t
+            out.append((a, t))
+        return out
+
+    def check_phrase(self, lang: str = "en") -> str:
+        """`sm_60` (its code runs on your sm_61), for the install sentence."""
+        parts = []
+        for a, t in self.checks():
+            if a == t:
+                parts.append(f"`{a}`")
+            elif lang == "zh":
+                parts.append(f"`{a}`（该代码可在你的 {t} 上运行）")
+            else:
+                parts.append(f"`{a}` (its code runs on your {t})")
+        return ("、" if lang == "zh" else " and ").join(parts)
+
     def command(self) -> str:
         w = self.wheel
         if w.device_extras:
@@ -618,10 +670,10 @@ class Install:
             want = [self.check_target] if self.override else (self.targets or [self.check_target])
             ex = ",".join(f"device-{t}" for t in dict.fromkeys(want))
             loc = "+" + w.folder
-            return (f'pip uninstall -y torch torchvision torchaudio && pip install "torch[{ex}]=={w.torch}{loc}" '
+            return (f'{PIP} uninstall -y torch torchvision torchaudio && {PIP} install "torch[{ex}]=={w.torch}{loc}" '
                     f'"torchvision[{ex}]=={w.torchvision}{loc}" "torchaudio=={w.torchaudio}{loc}" '
                     f"--index-url {w.index_url}")
-        return (f"pip uninstall -y torch torchvision torchaudio && pip install torch=={w.torch} "
+        return (f"{PIP} uninstall -y torch torchvision torchaudio && {PIP} install torch=={w.torch} "
                 f"torchvision=={w.torchvision} torchaudio=={w.torchaudio} --index-url {w.index_url}")
 
 
@@ -711,10 +763,11 @@ GENERIC = {
     "en": {
         "torch_install": ("the torch, torchvision and torchaudio trio of one release from the PyTorch wheel folder "
                           "that carries your GPU's target (pick it on https://pytorch.org/get-started/locally/): first "
-                          "`pip uninstall -y torch torchvision torchaudio`, then `pip install torch==X torchvision==Y "
-                          "torchaudio==Z --index-url https://download.pytorch.org/whl/<folder>` (`--index-url`, not "
-                          "`--extra-index-url`, which gives no priority); afterwards "
-                          "`" + VERIFY_CMD + "` must list your GPU's target"),
+                          "`python -m pip uninstall -y torch torchvision torchaudio`, then `python -m pip install "
+                          "torch==X torchvision==Y torchaudio==Z --index-url https://download.pytorch.org/whl/<folder>` "
+                          "(`--index-url`, not `--extra-index-url`, which gives no priority); afterwards "
+                          "`" + VERIFY_CMD + "` must list your GPU's target (NVIDIA: or an `sm_` of the same major "
+                          "version below it, e.g. `sm_60` for an sm_61 GPU, whose code runs there)"),
         "torch_index_url": "the PyTorch index for your ROCm or CUDA version (https://download.pytorch.org/whl/<folder>, see https://pytorch.org/get-started/locally/)",
         "gfx": "your GPU's gfx target (`rocminfo | grep -m1 -o 'gfx[0-9a-f]*'`)",
         "override": "the value of your GPU's family (RDNA2: 10.3.0, RDNA3: 11.0.0; none for a target the wheel carries)",
@@ -724,9 +777,10 @@ GENERIC = {
     },
     "zh": {
         "torch_install": ("同一版本的 torch、torchvision、torchaudio 三件套，来自包含你 GPU 目标架构的 PyTorch wheel 目录"
-                          "（在 https://pytorch.org/get-started/locally/ 选择）：先 `pip uninstall -y torch torchvision torchaudio`，"
-                          "再 `pip install torch==X torchvision==Y torchaudio==Z --index-url https://download.pytorch.org/whl/<目录>`"
-                          "（用 `--index-url`，`--extra-index-url` 不提供优先级）；之后 `" + VERIFY_CMD + "` 必须列出你 GPU 的目标架构"),
+                          "（在 https://pytorch.org/get-started/locally/ 选择）：先 `python -m pip uninstall -y torch torchvision torchaudio`，"
+                          "再 `python -m pip install torch==X torchvision==Y torchaudio==Z --index-url https://download.pytorch.org/whl/<目录>`"
+                          "（用 `--index-url`，`--extra-index-url` 不提供优先级）；之后 `" + VERIFY_CMD + "` 必须列出你 GPU 的目标架构"
+                          "（NVIDIA：或同一主版本、比它低的 `sm_`，例如 sm_61 的 GPU 对应 `sm_60`，该代码可在其上运行）"),
         "torch_index_url": "与你的 ROCm 或 CUDA 版本对应的 PyTorch 索引（https://download.pytorch.org/whl/<目录>，见 https://pytorch.org/get-started/locally/）",
         "gfx": "你 GPU 的 gfx 目标架构（`rocminfo | grep -m1 -o 'gfx[0-9a-f]*'`）",
         "override": "与你 GPU 同一家族的值（RDNA2：10.3.0，RDNA3：11.0.0；wheel 已包含的目标无需设置）",
@@ -789,20 +843,20 @@ def placeholder_values(facts: dict[str, Any], matrix: Matrix | None = None) -> d
         # use {torch_index_url} write (e.g. a web UI's TORCH_COMMAND): those keep the generic wording
         vals["torch_index_url"] = None if inst.wheel.device_extras else inst.wheel.index_url
         cmd = f"`{inst.command()}`"
-        check = f"`{VERIFY_CMD}` must then list `{inst.check_target}`"
+        check = f"`{VERIFY_CMD}` must then list {inst.check_phrase()}"
         if inst.override:
             cmd = f"{cmd} (this build runs the GPU only with `HSA_OVERRIDE_GFX_VERSION={inst.override}` set)"
         if inst.newer_installed:
             cmd = (f"{cmd} (older than your torch {inst.newer_installed}: it is the newest release whose GPU list this "
                    f"tool has established; if `{VERIFY_CMD}` in your torch {inst.newer_installed} already lists "
-                   f"`{inst.check_target}`, keep your torch instead)")
+                   f"{inst.check_phrase()}, keep your torch instead)")
         vals["torch_install"] = f"{cmd}; {check}"
     return vals
 
 
-_ZH_INSTALL = ("`{cmd}`{ov}{newer}；之后 `" + VERIFY_CMD + "` 必须列出 `{tgt}`")
+_ZH_INSTALL = ("`{cmd}`{ov}{newer}；之后 `" + VERIFY_CMD + "` 必须列出 {tgt}")
 _ZH_NEWER = ("（比你已安装的 torch {v} 旧：这是本工具已确认 GPU 列表的最新版本；如果你的 torch {v} 的 `" + VERIFY_CMD
-             + "` 已列出 `{tgt}`，请保留现有 torch）")
+             + "` 已列出 {tgt}，请保留现有 torch）")
 
 
 def _in_code(text: str, pos: int) -> bool:
@@ -843,7 +897,8 @@ def fill(text: str, values: dict[str, str | None], lang: str = "en") -> str:
         if lang == "zh" and name == "torch_install" and values.get("_install_cmd"):
             ov = values.get("_install_override")
             nv = values.get("_install_newer")
-            tgt = values.get("_install_check") or ""
+            # the zh check phrase (`sm_60`（该代码可在你的 sm_61 上运行）); a stored report without it: the bare target
+            tgt = values.get("_install_check_zh") or f"`{values.get('_install_check') or ''}`"
             return _ZH_INSTALL.format(cmd=values["_install_cmd"],
                                       ov=f"（此版本需设置 `HSA_OVERRIDE_GFX_VERSION={ov}` 才能使用该 GPU）" if ov else "",
                                       newer=_ZH_NEWER.format(v=nv, tgt=tgt) if nv else "",
@@ -862,6 +917,7 @@ def report_values(facts: dict[str, Any], matrix: Matrix | None = None) -> dict[s
         vals["_install_cmd"] = inst.command()
         vals["_install_override"] = inst.override
         vals["_install_check"] = inst.check_target
+        vals["_install_check_zh"] = inst.check_phrase("zh")
         vals["_install_newer"] = inst.newer_installed
     return vals
 

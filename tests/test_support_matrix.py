@@ -44,7 +44,11 @@ def test_install_command_points_to_a_wheel_that_carries_the_target(target):
     assert inst is not None and inst.override is None
     assert inst.wheel.archs and support.arch_runs(target, inst.wheel.archs) and inst.wheel.runs(target)
     cmd = inst.command()
-    assert cmd.startswith("pip uninstall -y torch torchvision torchaudio && ")
+    # the pip of the interpreter that imports torch, never whichever `pip` is first on PATH (torch-not-installed)
+    assert cmd.startswith("python -m pip uninstall -y torch torchvision torchaudio && python -m pip install ")
+    # the check names an entry the wheel's get_arch_list() really prints, and that entry's code runs the target
+    (arch, tgt), = inst.checks()
+    assert tgt == target and arch in inst.wheel.archs and support.arch_runs(target, [arch])
     w = inst.wheel
     if w.device_extras:
         # AMD's multi-arch index: the GPU's device extra on torch and torchvision, versions with the folder's tag
@@ -388,8 +392,53 @@ def test_a_torch_newer_than_every_established_wheel_is_told_the_install_is_older
     vals = support.report_values(facts, M)
     en = support.fill("{torch_install}", vals)
     zh = support.fill("{torch_install}", vals, "zh")
-    assert "older than your torch 2.15.0" in en and f"lists `{inst.check_target}`" in en and "keep your torch" in en
-    assert "比你已安装的 torch 2.15.0 旧" in zh and inst.check_target in zh
+    (arch, _), = inst.checks()
+    assert "older than your torch 2.15.0" in en and f"lists `{arch}`" in en and "keep your torch" in en
+    assert "比你已安装的 torch 2.15.0 旧" in zh and f"已列出 `{arch}`" in zh
+
+
+@pytest.mark.parametrize("facts,arch", [
+    # GTX 9xx / GTX 10xx / RTX 40xx: the wheels computed for them (cu126 2.14.0, PyPI's cu132 2.15.0) list sm_50,
+    # sm_60 and sm_86, never the GPU's own capability; a same-major lower-minor cubin runs there (CUDA programming
+    # guide, binary compatibility), so the check names what get_arch_list() prints (audit15g finding 1)
+    ({"nvidia.compute_caps": ["sm_52"]}, "sm_50"),
+    ({"nvidia.compute_caps": ["sm_61"], "nvidia.driver_version": "580.95.05", "nvidia.cuda_version": "13.0"}, "sm_60"),
+    ({"nvidia.compute_caps": ["sm_89"]}, "sm_86"),
+    ({"nvidia.compute_caps": ["sm_89"], "nvidia.cuda_version": "12.6"}, "sm_86"),
+    # a listed capability and a ROCm target are named as they are, with nothing added
+    ({"nvidia.compute_caps": ["sm_86"]}, "sm_86"),
+    ({"gpu.gfx_targets": ["gfx1030"]}, "gfx1030"),
+    # an override in force: the sibling whose code the runtime loads
+    ({"gpu.gfx_targets": ["gfx1031"]}, "gfx1030"),
+])
+def test_the_arch_check_names_what_the_computed_wheel_lists(facts, arch):
+    inst = support.recommend_install(facts, M)
+    assert inst is not None and arch in inst.wheel.archs
+    vals = support.report_values(facts, M)
+    en = support.fill("{torch_install}", vals)
+    zh = support.fill("{torch_install}", vals, "zh")
+    target = (facts.get("nvidia.compute_caps") or facts.get("gpu.gfx_targets"))[0]
+    if arch.startswith("sm_") and arch != target:
+        assert en.endswith(f"must then list `{arch}` (its code runs on your {target})"), en
+        assert zh.endswith(f"必须列出 `{arch}`（该代码可在你的 {target} 上运行）"), zh
+    else:
+        assert en.endswith(f"must then list `{arch}`") and zh.endswith(f"必须列出 `{arch}`"), (en, zh)
+    assert f"`{target}`" not in en.rsplit("must then list", 1)[1] or arch == target
+
+
+def test_the_check_of_several_nvidia_gpus_names_each_and_pip_is_the_interpreters():
+    facts = {"nvidia.compute_caps": ["sm_61", "sm_89"], "nvidia.cuda_version": "12.8"}
+    en = support.fill("{torch_install}", support.report_values(facts, M))
+    assert en.endswith("must then list `sm_60` (its code runs on your sm_61) and `sm_86` (its code runs on your sm_89)")
+    assert support.carried_arch("sm_80", ["sm_70", "compute_70"]) == "compute_70"
+    assert support.carried_arch("sm_75", ["sm_70", "compute_70"]) == "sm_70"
+    assert support.carried_arch("sm_89", ["sm_80", "sm_86", "compute_90"]) == "sm_86"
+    assert support.carried_arch("sm_61", ["sm_75", "sm_80"]) is None
+    assert support.carried_arch("gfx1031", ["gfx1030"]) is None
+    # the generic wording (GPU unknown) uses the interpreter's pip too
+    for lang in ("en", "zh"):
+        g = support.fill("{torch_install}", {p: None for p in support.PLACEHOLDERS}, lang)
+        assert "`python -m pip uninstall -y torch torchvision torchaudio`" in g and " `pip " not in g, g
 
 
 def test_same_or_older_installed_torch_gets_no_downgrade_note():
