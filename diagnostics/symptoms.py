@@ -123,7 +123,13 @@ _WS = re.compile(r"\s+")
 _WORD = re.compile(r"[0-9a-z_]")
 
 # traditional <-> simplified for the characters the lexicon uses most (users in TW/HK write these)
-_T2S_MAP_SRC = {k: v for k, v in {
+# round 12: more of the everyday characters of such reports (電腦, 幾乎, 後來, 選項, 預設, 閃退, 視窗, ...), as
+# traditional-simplified pairs; only characters with one simplified form (not 乾/幹/著, which also stand for other words)
+_T2S_MORE = ("電电腦脑幾几後后選选擇择項项預预視视閃闪頓顿慣惯獨独筆笔臺台裡里裏里於于讓让說说話话試试確确總总計计參参"
+             "質质溫温風风調调顆颗謝谢擊击員员戶户夾夹徑径資资盤盘舊旧兩两萬万億亿鐘钟貼贴買买顏颜終终驗验帳帐暫暂"
+             "論论語语聲声負负啓启麽么衝冲難难準准標标鍵键碼码庫库長长費费緩缓幀帧積积頻频響响帶带聯联鏡镜擴扩漸渐"
+             "週周須须構构輕轻")
+_T2S_MAP_SRC = {k: v for k, v in ({
     "顯": "显", "記": "记", "憶": "忆", "體": "体", "驅": "驱", "動": "动", "載": "载", "權": "权", "訪": "访",
     "問": "问", "檢": "检", "測": "测", "識": "识", "別": "别", "無": "无", "沒": "没", "會": "会", "運": "运",
     "與": "与", "組": "组", "裝": "装", "錯": "错", "誤": "误", "為": "为", "開": "开", "啟": "启", "時": "时",
@@ -142,11 +148,12 @@ _T2S_MAP_SRC = {k: v for k, v in {
     "潰": "溃", "凍": "冻", "結": "结", "屬": "属",
     "續": "续", "網": "网", "絡": "络", "連": "连", "擬": "拟", "並": "并", "傳": "传",
     "損": "损", "壓": "压", "縮": "缩", "揮": "挥", "佈": "布", "係": "系",
-}.items() if len(k) == 1 and k != v}
+} | dict(zip(_T2S_MORE[::2], _T2S_MORE[1::2]))).items() if len(k) == 1 and k != v}
 
 
 # simplified -> traditional, to add a traditional spelling of every lexicon phrase (cheaper than converting text)
-_S2T = str.maketrans({v: k for k, v in _T2S_MAP_SRC.items() if v != k})
+# (where two traditional forms share one simplified character, 啟/啓, the first listed is the one written)
+_S2T = str.maketrans(dict(reversed([(v, k) for k, v in _T2S_MAP_SRC.items() if v != k])))
 _ANY_CJK = re.compile(rf"[{_CJK}]")
 # a space with a CJK character on either side; starts with a literal space so the scan skips to spaces fast
 _SPACE_NEAR_CJK = re.compile(rf" (?:(?=[{_CJK}])|(?<=[{_CJK}] ))")

@@ -150,6 +150,18 @@ def test_round6_normalisations():
     # black parts of a picture, and a GTX 16xx card's black pictures: half precision
     ("I get black blocks in the faces of my pictures", "fp16-nan-or-black-output"),
     ("我的1660 super生成出来全是黑的", "fp16-nan-or-black-output"),
+    # (round 12)
+    # the CPU build of torch named by what it lacks
+    ("after the update the installer put a non-CUDA version of torch back", "torch-cpu-only-wheel"),
+    # a gated model: the access request and its approval
+    ("I requested access to the model last week, is it approved yet? the download says 401", "hf-gated-model-access-denied"),
+    # the VRAM full while the GPU idles: the model spilled out of VRAM
+    ("訓練時顯存幾乎全滿，但是GPU占用很低，一個epoch要十幾分鐘", "model-offloaded-to-cpu-slow"),
+    ("the vram is full but gpu utilization is low and each step takes forever", "model-offloaded-to-cpu-slow"),
+    # an AMD card on Windows, where the ROCm builds are for Linux
+    ("how do I run this with my AMD card on Windows? the install guide is only for Linux", "no-rocm-wheel-for-platform"),
+    # flash-attn 1.x's own compute-capability check
+    ("flash-attn says Expected is_sm8x || is_sm75 to be true on our V100 server", "flash-attn-gpu-too-old"),
 ])
 def test_discriminating_words_rank_first(text, expected):
     assert match_symptoms(text)[0]["id"] == expected, match_symptoms(text)[:3]
@@ -786,3 +798,31 @@ def test_round11_a_family_only_group_is_one_term_not_its_words():
 ])
 def test_round11_words_stay_silent(text, not_listed):
     assert not_listed not in [h["id"] for h in match_symptoms(text)[:3]], match_symptoms(text)[:3]
+
+
+def test_round12_normalisations():
+    """More traditional characters read as simplified (電腦, 幾乎, 後); the words that introduce a paste ("I encountered
+    the below error") are filler; the time something takes is its slowness."""
+    tok = symptoms.retriever_for().tokenizer
+    words = lambda text: {t for t, _ in tok(text)}
+    assert symptoms._fold("電腦幾乎後來選項預設") == "电脑几乎后来选项预设"
+    assert "vram" in words("顯存幾乎全滿") and "几乎" in words("顯存幾乎全滿")
+    assert not words("I encountered the following error below") - {"error"}
+    assert "slow" in words("it takes extremely long to generate") and "slow" in words("loading is taking forever")
+
+
+def test_round12_torch_cuda_mismatch_names_driver_and_toolkit():
+    """"pytorch和cuda版本不匹配" is said of a driver too old for torch's CUDA and of a toolkit other than torch's: both
+    come first, the CPU build (no CUDA at all) stays a neighbour below the family."""
+    for text in ("pytorch和cuda版本不匹配，用GPU就报错", "torch and cuda version mismatch when I run on the GPU"):
+        got = [h["id"] for h in match_symptoms(text)[:3]]
+        assert got[0] in {"nvidia-driver-too-old", "cuda-extension-toolkit-mismatch"}, got
+    lex = symptoms.load_lexicon()
+    assert lex.weights["torch-cuda-mismatch"]["torch-cpu-only-wheel"] < symptoms.FAMILY_MIN_WEIGHT
+
+
+@pytest.mark.parametrize("text", ["显存满了，直接爆显存", "the VRAM is full and it runs out of memory"])
+def test_round12_a_full_vram_alone_is_not_the_spill(text):
+    lex = symptoms.load_lexicon()
+    assert "vram-full-gpu-idle" not in lex.groups_in(lex.respell(symptoms._fold(text)))
+    assert match_symptoms(text)[0]["id"] == "hip-out-of-memory", match_symptoms(text)[:3]
