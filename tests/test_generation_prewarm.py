@@ -173,3 +173,44 @@ def test_unused_extras_are_skipped_for_the_builtin_model_only():
     finally:
         sys.modules.pop("scipy", None)
         sys.modules.update(saved)
+
+
+def test_package_map_is_the_standard_librarys_answer_kept_until_sys_path_changes(tmp_path, monkeypatch):
+    """importlib.metadata.packages_distributions() (2.1 s of transformers' import on the H200) is computed once,
+    kept under the cache, read back while every sys.path directory is unchanged, and computed again after one
+    changes (a distribution installed or removed)."""
+    import importlib.metadata as md
+    site = tmp_path / "site"
+    (site / "demo_pkg-1.0.dist-info").mkdir(parents=True)
+    (site / "demo_pkg-1.0.dist-info" / "METADATA").write_text("Name: demo-pkg\nVersion: 1.0\n")
+    (site / "demo_pkg-1.0.dist-info" / "top_level.txt").write_text("demo_mod\n")
+    monkeypatch.setattr(sys, "path", [str(site)])
+    calls = []
+
+    def real():
+        calls.append(1)
+        return {"demo_mod": ["demo-pkg"]}
+    monkeypatch.setattr(md, "packages_distributions", real)
+    cache = tmp_path / "cache"
+    result: dict = {}
+    child.cache_package_map(str(cache), result)
+    assert md.packages_distributions is not real
+    assert md.packages_distributions() == {"demo_mod": ["demo-pkg"]} and result["package_map"] == "computed"
+    assert md.packages_distributions() == {"demo_mod": ["demo-pkg"]} and result["package_map"] == "cached"
+    assert len(calls) == 1
+    child.cache_package_map(str(cache), result)     # a second call does not wrap the wrapper
+    (site / "other-2.0.dist-info").mkdir()            # an install: the directory's mtime moves on
+    os.utime(site, ns=(1, 10 ** 18))
+    md.packages_distributions()
+    assert result["package_map"] == "computed" and len(calls) == 2
+
+
+def test_the_real_package_map_round_trips_through_the_cache(tmp_path, monkeypatch):
+    import importlib.metadata as md
+    standard = getattr(md.packages_distributions, "__wrapped__", md.packages_distributions)   # unwrapped, even
+    monkeypatch.setattr(md, "packages_distributions", standard)                              # after a run here
+    want = standard()
+    result: dict = {}
+    child.cache_package_map(str(tmp_path), result)
+    assert md.packages_distributions() == want and result["package_map"] == "computed"
+    assert md.packages_distributions() == want and result["package_map"] == "cached"

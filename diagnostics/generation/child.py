@@ -815,6 +815,57 @@ def _lacks_bytecode() -> str | None:
     return None
 
 
+def cache_package_map(cache_dir: str, result: dict) -> None:
+    """transformers' import asks ``importlib.metadata.packages_distributions()`` which distribution provides each
+    importable name; the standard library builds that by reading the file list of every installed distribution
+    without a ``top_level.txt`` (torch's tens of thousands of files among them): 2.1 of the 3.5 s that importing
+    transformers took on the H200 (docs/BENCHMARKS.md, issue 19 session 11).  In this process the answer is kept
+    under the doctor's cache, keyed on every sys.path directory and its modification time (installing or removing
+    a distribution changes its directory's), and computed again whenever that key differs; the answer itself is
+    the standard library's.  GPU_DOCTOR_PACKAGE_MAP=0 leaves the standard function alone."""
+    import importlib.metadata as md
+
+    if os.environ.get("GPU_DOCTOR_PACKAGE_MAP", "1") == "0" or getattr(md.packages_distributions, "_gpu_doctor", 0):
+        return
+    real = md.packages_distributions
+    path = os.path.join(cache_dir, "packages_distributions.json")
+
+    def key() -> list:
+        out = []
+        for p in sys.path:
+            try:
+                out.append([p, os.stat(p or ".").st_mtime_ns])
+            except OSError:
+                out.append([p, None])
+        return out
+
+    def cached():  # noqa: ANN202 - the standard library's signature
+        want = key()
+        try:
+            with open(path, encoding="utf-8") as f:
+                kept = json.load(f)
+            if kept.get("key") == want and isinstance(kept.get("map"), dict):
+                result["package_map"] = "cached"
+                return {k: list(v) for k, v in kept["map"].items()}
+        except (OSError, ValueError, AttributeError):
+            pass
+        answer = real()
+        result["package_map"] = "computed"
+        try:
+            os.makedirs(cache_dir, exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump({"key": want, "map": answer}, f)
+            os.replace(tmp, path)
+        except OSError:
+            pass
+        return answer
+
+    cached._gpu_doctor = 1
+    cached.__wrapped__ = real
+    md.packages_distributions = cached
+
+
 def bytecode_cache(cache_dir: str, result: dict) -> None:
     """Where the user's environment forbids writing bytecode (PYTHONDONTWRITEBYTECODE, as in some container
     images) and the installed packages came without their .pyc files, every run would compile the model code's
@@ -1175,6 +1226,7 @@ def run(args, result: dict) -> dict:
     fact("gen.requested_device", args.device)
     torch = import_stack(args, result)
     bytecode_cache(args.cache_dir, result)
+    cache_package_map(args.cache_dir, result)
     device, dtype_name = choose_device(args, torch, result)
     plan = size_model(args, torch, device, dtype_name, result)
     if device == "cpu" and not args.threads and not os.environ.get("OMP_NUM_THREADS") and \
