@@ -555,6 +555,20 @@ logs, ANSI colour, healthy tool output as a negative. The brief asked for 22 ids
 change for it) are in `bench/eval_baseline_batch10.json`: logs top-1 0.731, top-3 0.731 (0.923 incl. possible
 causes), negatives clean 6/6; descriptions top-1 0.778, top-3 0.889.
 
+**What session 11's changes did to unseen cases** (measured after each merge and at the end, aggregate figures only):
+batch 10 at freeze 0.731 / 0.731 logs (0.923 incl. possible causes), 0.778 / 0.889 descriptions -> the same figures
+after every merge; batches 6-10 together (122 logs, 78 descriptions), the session's start (3b70578, batch 10 merged,
+no KB change yet) -> its end: logs top-1 0.738 -> 0.738, top-3 0.746 -> 0.746, incl. possible causes 0.885 -> 0.893;
+descriptions top-1 0.718 -> 0.692, top-3 0.846 -> 0.833 (56 -> 54 and 66 -> 65 of 78: the vocabulary round lost two
+first places and the log round's new test texts one top-3, all in batches 6-9; nothing was reverted for it). The
+session's KB work (59 tuning logs and 31 tuning descriptions from new threads, first try 35/59 and 19/31; a new entry
+for torch's amdsmi NameError; widenings along tool wordings; traditional-Chinese folding and paste-introducing stop
+words in the vocabulary) raised the figures on the new tuning cases and left the held-out ones where they were.
+Exposure: tuning helpers picked six threads that the held-out check then flagged (batches 6-9); they dropped them
+before committing (one, a Secure Boot log, while that helper widened the Secure Boot entry along four other
+threads), but their URLs were not kept, so the held-out items could not be named
+and moved; they stay held out, and the held-out top-1 and top-3 did not move with those helpers' merges.
+
 **Held-out batch 9** (`tests/eval/heldout/batch9/`, frozen 2026-12-03 14:40 UTC, session 10, before any of that
 session's helpers' KB or matcher changes was merged; the lead's own changes merged before it were a check-script
 reading of pip/conda lines and a retired batch): 35 logs (29 with a cause over 25 ids, 6 healthy or unrelated; about
