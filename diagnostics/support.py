@@ -142,25 +142,8 @@ def arch_runs(target: str, archs: list[str]) -> bool:
     """Does a build with *archs* carry code that runs on *target*?
 
     AMD: the exact gfx target must be listed.  NVIDIA: binary code for the same major capability with a lower or
-    equal minor (sm_86 code runs on sm_89), or PTX (compute_XY) of a capability not above it."""
-    listed = {a.split(":", 1)[0] for a in archs}
-    if target in listed:
-        return True
-    if not target.startswith("sm_"):
-        return False
-    want = _cc_num(target)
-    if want is None:
-        return False
-    for a in listed:
-        if a.startswith("sm_"):
-            have = _cc_num(a)
-            if have is not None and have // 10 == want // 10 and have <= want:
-                return True
-        elif a.startswith("compute_"):
-            have = _cc_num(a)
-            if have is not None and have <= want:
-                return True
-    return False
+    equal minor (sm_86 code runs on sm_89), or PTX (compute_XY) of a capability not above it (see carried_arch)."""
+    return carried_arch(target, archs) is not None
 
 
 def carried_arch(target: str, archs: list[str]) -> str | None:
@@ -638,13 +621,17 @@ class Install:
     # arch list is 2.14's): the command is then a downgrade, and the report says so instead of presenting it as current
     newer_installed: str | None = None
 
+    def device_targets(self) -> list[str]:
+        """The targets the installed torch must run: every GPU's, or with an override in force the sibling whose
+        code the runtime loads."""
+        return list(dict.fromkeys([self.check_target] if self.override else (self.targets or [self.check_target])))
+
     def checks(self) -> list[tuple[str, str]]:
         """(arch, target) pairs: what ``get_arch_list()`` of the installed wheel must name for each GPU target.  An
         NVIDIA GPU is often run by code of a lower minor capability (cu126's list has sm_60, not the GTX 10xx's
         sm_61; cu130's sm_86, not the RTX 40xx's sm_89), so the check names the entry the wheel really carries."""
-        want = [self.check_target] if self.override else (self.targets or [self.check_target])
         out = []
-        for t in dict.fromkeys(want):
+        for t in self.device_targets():
             a = carried_arch(t, self.wheel.archs or []) or t
             out.append((a, t))
         return out
@@ -667,8 +654,7 @@ class Install:
             # AMD's multi-arch index: one `device-gfxNNNN` extra per GPU target on torch and torchvision, versions
             # pinned with the folder's local tag as AMD's install page writes them
             # (with an override in force the runtime loads the sibling's code, so that is the device package to get)
-            want = [self.check_target] if self.override else (self.targets or [self.check_target])
-            ex = ",".join(f"device-{t}" for t in dict.fromkeys(want))
+            ex = ",".join(f"device-{t}" for t in self.device_targets())
             loc = "+" + w.folder
             return (f'{PIP} uninstall -y torch torchvision torchaudio && {PIP} install "torch[{ex}]=={w.torch}{loc}" '
                     f'"torchvision[{ex}]=={w.torchvision}{loc}" "torchaudio=={w.torchaudio}{loc}" '

@@ -687,8 +687,9 @@ def leave_out_cudnn_attention(torch) -> str:  # noqa: ANN001
     execution plan for each new sequence length, and a generation meets a new key length at every token: on an
     H200 (torch 2.11, cuDNN backend on by default) the warm-up generation took 4.2 s with it and 0.6 s with only
     the flash / memory-efficient / math backends, and the timed generation ran faster without it (316 tokens/s
-    against 266 with it; docs/BENCHMARKS.md, issue 19 session 11).  Nothing else is changed, so the speed measured is still
-    that of the user's torch and GPU; ROCm builds have no cuDNN backend, so there the switch changes nothing."""
+    against 266 with it; docs/BENCHMARKS.md, issue 19 session 11).  Nothing else is changed, so the speed measured
+    is still that of the user's torch and GPU; ROCm builds have no cuDNN backend, so there the switch changes
+    nothing."""
     cuda = getattr(torch.backends, "cuda", None)
     if cuda is None or not hasattr(cuda, "enable_cudnn_sdp"):
         return "absent"
@@ -897,14 +898,15 @@ UNUSED_EXTRAS = ("sklearn", "scipy")
 def skip_unused_extras(transformers, result: dict) -> None:  # noqa: ANN001
     """For the built-in model only: transformers' availability checks of UNUSED_EXTRAS answer False in this process,
     so their imports are skipped.  A user's own model directory may need them and keeps transformers' answers."""
+    utils = getattr(transformers, "utils", None)
+    mods = [m for m in (utils, getattr(utils, "import_utils", None)) if m is not None]
     skipped = []
-    for mod in (getattr(transformers, "utils", None), getattr(getattr(transformers, "utils", None), "import_utils", None)):
-        for extra in UNUSED_EXTRAS:
-            name = f"is_{extra}_available"
-            if mod is not None and callable(getattr(mod, name, None)) and extra not in sys.modules:
-                setattr(mod, name, _unavailable)
-                if extra not in skipped:
-                    skipped.append(extra)
+    for extra in (e for e in UNUSED_EXTRAS if e not in sys.modules):    # one already imported: nothing to gain
+        checks = [m for m in mods if callable(getattr(m, f"is_{extra}_available", None))]
+        for m in checks:
+            setattr(m, f"is_{extra}_available", _unavailable)
+        if checks:
+            skipped.append(extra)
     result["skipped_imports"] = skipped
 
 
