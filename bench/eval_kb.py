@@ -54,8 +54,8 @@ HELDOUT4_FROZEN = "2026-12-02 01:07 UTC"
 HELDOUT5_FROZEN = "2026-12-02 07:14 UTC"
 # the held-out batches, each reported on its own (newest first) before all of them combined: number -> (folder, frozen)
 # batch 6: collected in session 8 (two collectors, AMD/Windows and NVIDIA/Python sides) and frozen before any of
-# that session's KB/matcher changes was merged
-HELDOUT6_DIR = HELDOUT_DIR / "batch6"
+# that session's KB/matcher changes was merged (retired to tuning in session 12, 2026-12-04, when its misses were
+# studied: now under retired/batch6)
 HELDOUT6_FROZEN = "2026-12-02 15:29 UTC"
 # batch 7: collected later in session 8, frozen before that session's last KB/matcher merges (logs9b, logs9c, dup17)
 HELDOUT7_DIR = HELDOUT_DIR / "batch7"
@@ -70,7 +70,6 @@ HELDOUT9_FROZEN = "2026-12-03 14:40 UTC"
 HELDOUT10_DIR = HELDOUT_DIR / "batch10"
 HELDOUT10_FROZEN = "2026-12-04 01:05 UTC"
 HELDOUT_BATCHES = {
-    6: (HELDOUT6_DIR, HELDOUT6_FROZEN),
     7: (HELDOUT7_DIR, HELDOUT7_FROZEN),
     8: (HELDOUT8_DIR, HELDOUT8_FROZEN),
     9: (HELDOUT9_DIR, HELDOUT9_FROZEN),
@@ -86,8 +85,9 @@ RETIRED_BATCHES = {
     3: (RETIRED_DIR / "batch3", "2026-12-01 21:51 UTC"),
     4: (RETIRED_DIR / "batch4", HELDOUT4_FROZEN),
     5: (RETIRED_DIR / "batch5", HELDOUT5_FROZEN),
+    6: (RETIRED_DIR / "batch6", HELDOUT6_FROZEN),
 }
-RETIRED_ON = "2026-12-02 (batch 5: 2026-12-03)"
+RETIRED_ON = "2026-12-02 (batch 5: 2026-12-03, batch 6: 2026-12-04)"
 TUNING_SYMPTOMS = EVAL_DIR / "tuning-symptoms.yaml"   # descriptions anyone may tune on (issue 14)
 # the half of a tuning-side collection held back from tuning and scored at the end ("tuning check"); its figures
 # are printed without the per-case table, so that running the bench while tuning shows no check case
