@@ -7,7 +7,8 @@ the wrapped-line appendix is bounded by the size of the text.
 * :func:`strip_ansi` - terminal colour and control sequences (CSI ``ESC [ ... m``, OSC ``ESC ] ... BEL``, two-byte
   escapes), and the ``[31m`` remnants a forum leaves when it ate the ESC byte.
 * :func:`clean_log` - what the matcher scans: the above, NULs and stray control characters out, carriage-return
-  progress redraws as lines, full-width punctuation (``：，（）``) and typographic quotes as ASCII, and the line
+  progress redraws as lines, full-width punctuation (``：，（）``; a colon or comma before a word with its space), typographic quotes and the em dash
+  smart punctuation makes of ``--`` as ASCII, and the line
   prefixes that logging layers put in front of a tool's own words (journald/syslog ``Mar 03 12:00:01 host
   kernel: ``, the kernel's ``[  123.456789] ``, docker/k8s ``2024-05-01T12:00:00.123456789Z [stdout F] ``,
   Python-logging / Windows ``2024-05-01 12:00:00,123 `` timestamps, ``>>> ``/``$ `` prompts, ``> `` quotes)
@@ -43,9 +44,10 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]")
 # typographic quotes; Chinese logs and forum posts write "错误：", "（gfx1030）", “quotes”
 _FOLD = {cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F)}
 _FOLD.update({0x3000: " ", 0x00A0: " ", 0x202F: " ", 0x2007: " ", 0x200B: None, 0x200C: None, 0x200D: None,
-              0xFEFF: None, 0x2018: "'", 0x2019: "'", 0x201C: '"', 0x201D: '"', 0x3001: ",", 0x3002: ". "})
+              0xFEFF: None, 0x2018: "'", 0x2019: "'", 0x201C: '"', 0x201D: '"', 0x3001: ",", 0x3002: ". ",
+              0x2014: "--"})   # an em dash is what smart punctuation (chat, word processors) makes of "--"
 _FOLD_TABLE = str.maketrans({k: (chr(v) if isinstance(v, int) else v) for k, v in _FOLD.items()})
-_NEEDS_FOLD = re.compile("[\uff01-\uff5e\u3000\u00a0\u202f\u2007\u200b-\u200d\ufeff\u2018\u2019\u201c\u201d\u3001\u3002]")
+_NEEDS_FOLD = re.compile("[\uff01-\uff5e\u3000\u00a0\u202f\u2007\u200b-\u200d\ufeff\u2018\u2019\u201c\u201d\u3001\u3002\u2014]")
 
 # Line prefixes added by the layers between a tool and the paste.  Each alternative is anchored and bounded (no
 # nested unbounded repetition), and at most four are removed from one line, so the pass stays linear.
@@ -137,10 +139,17 @@ def strip_ansi(text: str) -> str:
     return text
 
 
+# a full-width colon or comma carries its own spacing: "错误：CUDA out of memory" is read "错误: CUDA out of memory"
+_FW_SPACED = re.compile("([\uff1a\uff0c])(?=[^\s\uff1a\uff0c])")
+
+
 def fold_punctuation(text: str) -> str:
-    """Full-width ASCII forms, ideographic space/comma/full stop and typographic quotes to plain ASCII."""
+    """Full-width ASCII forms, ideographic space/comma/full stop and typographic quotes to plain ASCII (a full-width
+    colon or comma directly before a word as the ASCII sign and a space)."""
     if text.isascii() or not _NEEDS_FOLD.search(text):
         return text
+    if "\uff1a" in text or "\uff0c" in text:
+        text = _FW_SPACED.sub(r"\1 ", text)
     return text.translate(_FOLD_TABLE)
 
 
@@ -245,7 +254,9 @@ def _line_reading(line: str) -> str | None:
     if "\\" not in line:
         return None
     reading = None
-    if "\\n" in line and "\\" not in _STRING_ESCAPE.sub("", line):
+    # a string with a line break in it, or a logfmt value with quotes in it (ollama, dockerd, containerd:
+    # msg="... could not select device driver \"\" with capabilities: [[gpu]]")
+    if ("\\n" in line or '\\"' in line) and "\\" not in _STRING_ESCAPE.sub("", line):
         record = _DOCKER_RECORD.match(line) if line.startswith('{"log":') else None
         reading = _clean(_decode(record.group(1) if record else line))
     elif ("\\_" in line or "\\*" in line) and "\\" not in _MD_ESCAPE.sub("", line):

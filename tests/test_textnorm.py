@@ -98,7 +98,7 @@ def test_ansi_in_every_form():
 
 
 def test_full_width_punctuation_in_chinese_logs(matcher):
-    assert fold_punctuation("错误：（gfx1031）“x”，ｙ") == '错误:(gfx1031)"x",y'
+    assert fold_punctuation("错误：（gfx1031）“x”，ｙ") == '错误: (gfx1031)"x", y'   # the colon and comma carry their space
     # a Chinese-locale paste of a real signature (full-width colon and parentheses typed by an IME)
     text = "运行报错：hipErrorNoBinaryForGpu：Unable to find code object for all current devices！"
     assert first(matcher, text)[0] == "hip-no-binary-for-gpu"
