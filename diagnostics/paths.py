@@ -6,6 +6,7 @@ A checkout (``python -m diagnostics`` from a clone) keeps ``kb/``, ``app.py`` an
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -18,3 +19,16 @@ def data_root() -> Path:
     if (CHECKOUT / "kb").is_dir() and (CHECKOUT / "app.py").is_file():
         return CHECKOUT
     return SHARE
+
+
+def default_cache_dir() -> str:
+    """GPU_DOCTOR_CACHE_DIR, else platformdirs' user cache dir for "gpu-doctor", else ~/.cache/gpu-doctor."""
+    env = os.environ.get("GPU_DOCTOR_CACHE_DIR")
+    if env:
+        return env
+    try:
+        from platformdirs import user_cache_dir
+        return user_cache_dir("gpu-doctor")
+    except ImportError:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return os.path.join(base, "gpu-doctor")

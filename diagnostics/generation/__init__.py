@@ -16,6 +16,7 @@ import sys
 from typing import Any, Callable
 
 from .. import facts as factcat
+from ..paths import default_cache_dir  # noqa: F401  (re-exported: bench/ and callers name it here)
 from ..runner import ChildResult, parse_record, run_child
 from . import child as _child
 
@@ -33,19 +34,6 @@ LOG_TAIL_CHARS = 20_000
 GIB = 1024 ** 3
 
 ProgressFn = Callable[[str], None]
-
-
-def default_cache_dir() -> str:
-    """GPU_DOCTOR_CACHE_DIR, else platformdirs' user cache dir for "gpu-doctor", else ~/.cache/gpu-doctor."""
-    env = os.environ.get("GPU_DOCTOR_CACHE_DIR")
-    if env:
-        return env
-    try:
-        from platformdirs import user_cache_dir
-        return user_cache_dir("gpu-doctor")
-    except ImportError:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        return os.path.join(base, "gpu-doctor")
 
 
 def child_argv(python: str, model: str | None, device: str, max_new_tokens: int, compare_cpu: bool,
