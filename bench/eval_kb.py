@@ -554,7 +554,9 @@ matcher changes was merged): 32 logs (26 with a cause over 23 ids, 6 healthy or 
 copied as written), collected by one collector who read no KB pattern or test and ran nothing on the cases; two picks
 were dropped before freezing (a label the thread did not settle, an excerpt that stops before the reporter's question).
 Not covered: DirectML, WSL, container-toolkit logs (every candidate was cited), ollama logs with a GPU cause, ANSI colour.
-Its figures at freeze are in `bench/eval_baseline_batch11.json`.
+Its figures at freeze (8c706e8: the batch committed, no KB or matcher change for it) are in
+`bench/eval_baseline_batch11.json`: logs top-1 0.577, top-3 0.577 (0.769 incl. possible causes), negatives clean 6/6;
+descriptions top-1 0.833, top-3 0.889.
 
 **Held-out batch 10** (`tests/eval/heldout/batch10/`, frozen 2026-12-04 01:05 UTC, session 11, on top of main at 2c030c8,
 before any of that session's KB or matcher changes was merged; main's next commit, 5c89cfc, changed only the generation
