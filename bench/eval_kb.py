@@ -69,11 +69,15 @@ HELDOUT9_FROZEN = "2026-12-03 14:40 UTC"
 # batch 10: collected in session 11 (one collector, both sides), frozen before that session's KB/matcher changes
 HELDOUT10_DIR = HELDOUT_DIR / "batch10"
 HELDOUT10_FROZEN = "2026-12-04 01:05 UTC"
+# batch 11: collected in session 12 (one collector, both sides), frozen before that session's helpers' KB/matcher changes
+HELDOUT11_DIR = HELDOUT_DIR / "batch11"
+HELDOUT11_FROZEN = "2026-12-04 03:55 UTC"
 HELDOUT_BATCHES = {
     7: (HELDOUT7_DIR, HELDOUT7_FROZEN),
     8: (HELDOUT8_DIR, HELDOUT8_FROZEN),
     9: (HELDOUT9_DIR, HELDOUT9_FROZEN),
     10: (HELDOUT10_DIR, HELDOUT10_FROZEN),
+    11: (HELDOUT11_DIR, HELDOUT11_FROZEN),
 }
 # former held-out batches 1-3 (retired in session 6) and 4 (session 8), all on 2026-12-02, and 5 (session 10,
 # 2026-12-03): their misses were studied
@@ -543,6 +547,17 @@ def _baseline_section() -> list[str]:
 
 
 COLLECTION = """\
+**Held-out batch 11** (`tests/eval/heldout/batch11/`, frozen 2026-12-04 03:55 UTC, session 12, on top of main at 3900e60,
+where batch 6 had been retired and the lead's textnorm change had landed, before any of that session's helpers' KB or
+matcher changes was merged): 32 logs (26 with a cause over 23 ids, 6 healthy or unrelated; about 40% NVIDIA; sources
+2014-2026, most from 2023-2026, from venues earlier batches used little) and 18 descriptions (9 Chinese, 9 English,
+copied as written), collected by one collector who read no KB pattern or test and ran nothing on the cases; two picks
+were dropped before freezing (a label the thread did not settle, an excerpt that stops before the reporter's question).
+Not covered: DirectML, WSL, container-toolkit logs (every candidate was cited), ollama logs with a GPU cause, ANSI colour.
+Its figures at freeze (8c706e8: the batch committed, no KB or matcher change for it) are in
+`bench/eval_baseline_batch11.json`: logs top-1 0.577, top-3 0.577 (0.769 incl. possible causes), negatives clean 6/6;
+descriptions top-1 0.833, top-3 0.889.
+
 **Held-out batch 10** (`tests/eval/heldout/batch10/`, frozen 2026-12-04 01:05 UTC, session 11, on top of main at 2c030c8,
 before any of that session's KB or matcher changes was merged; main's next commit, 5c89cfc, changed only the generation
 child): 32 logs (26 with a cause over 21 ids, 6 unrelated errors; about a third NVIDIA; sources 2019-2026, most from
