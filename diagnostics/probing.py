@@ -27,7 +27,13 @@ def _child_env(spec: ProbeSpec, extra: dict[str, str] | None) -> dict[str, str]:
     if spec.module:
         env["PYTHONPATH"] = PROJECT_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("PYTHONUNBUFFERED", "1")
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if not spec.module:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"   # the diagnosed interpreter writes nothing into its environment
+    elif sys.pycache_prefix and "PYTHONPYCACHEPREFIX" not in env:
+        # the doctor's own probe modules: their bytecode where this process keeps its own (beside the sources, or
+        # under the doctor's cache where bytecode may not be written there: paths.private_pycache), compiled once
+        env["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
