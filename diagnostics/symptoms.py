@@ -552,13 +552,18 @@ def _stem(w: str) -> str:
 
 # a brand glued to its model number ("AMD780M", "RX6600", "RTX4090"): two words, so the model is read as itself
 _BRAND_GLUED = re.compile(r"\b(amd|radeon|rx|rtx|gtx|ryzen|geforce|nvidia)(?=\d)")
+# a model number glued to its suffix ("1660Ti", "6800xt", "7900XTX", "4070super"): two words, so that the number is
+# the card the vocabulary names ("1660", "6800 xt") - not "8060S", which is a name of its own
+_SUFFIX_GLUED = re.compile(r"\b(\d{3,4})(ti|xtx|xt|super)\b")
 
 
 def _fold(text: str) -> str:
     """normalize() plus traditional -> simplified for the characters the vocabulary knows, a brand glued to its
-    model number split off."""
+    model number and a model number glued to its suffix split off."""
     t = normalize(text).translate(_T2S)
-    return _BRAND_GLUED.sub(r"\1 ", t) if any(b in t for b in ("amd", "radeon", "rx", "rtx", "gtx", "ryzen", "geforce", "nvidia")) else t
+    if any(b in t for b in ("amd", "radeon", "rx", "rtx", "gtx", "ryzen", "geforce", "nvidia")):
+        t = _BRAND_GLUED.sub(r"\1 ", t)
+    return _SUFFIX_GLUED.sub(r"\1 \2", t) if any(x in t for x in ("ti", "xt", "super")) else t
 
 
 class Tokenizer:

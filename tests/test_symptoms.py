@@ -700,6 +700,27 @@ def test_round7_normalisations():
     assert "tensorflow" in symptoms.load_lexicon().names_in(symptoms._fold("TF-ROCm uses the CPU only"))
 
 
+def test_round13_normalisations():
+    tok = symptoms.retriever_for().tokenizer
+    words = lambda text: {t for t, _ in tok(text)}
+    lex = symptoms.load_lexicon()
+    # a model number glued to its suffix is the card the vocabulary names; the suffix itself says nothing
+    assert symptoms._fold("GTX 1660Ti, RX6800XT, 7900XTX, 4070super") == "gtx 1660 ti, rx 6800 xt, 7900 xtx, 4070 super"
+    assert symptoms._fold("Radeon 8060S") == "radeon 8060s"          # a name of its own
+    assert "amd" in lex.names_in(symptoms._fold("my 6800xt")) and "nvidia" in lex.names_in(symptoms._fold("a 1660Ti"))
+    assert "ti" not in words("GTX 1660Ti") and words("RX6800XT") == words("RX 6800 XT")
+    # the system ending a process, said as "terminated"; a suspend said by the waking
+    assert "killed" in words("模型加载进程在加载 45% 左右时被系统终止了") and "killed" in words("it was terminated by the system")
+    assert "suspend" in words("GPU becomes unavailable after computer wakes up") and "suspend" in words("合盖唤醒后")
+    assert "suspend" not in words("resume training from the last checkpoint")
+    # "No space left on device" next to DataLoader workers is /dev/shm; alone it is the disk
+    assert "shm" in words("No space left on device, setting workers=0 fixed it")
+    assert "diskfull" in words("pip install: No space left on device")
+    # "module not found" stays words (modprobe's "kernel module not found"); the torch phrase names torch-missing
+    assert "nomodule" not in words("kernel module not found") and "torch-missing" in lex.groups_in(
+        symptoms._fold("installed pytorch, still module not found"))
+
+
 def test_named_and_context_sections_are_checked():
     base = {"groups": [{"name": "x", "en": ["y"], "ids": {"hip-out-of-memory": 0.5}}]}
     for bad in ({"named": {"x": 1}}, {"named": [{"kind": "k", "items": [{"name": "a", "words": ["a"]}]}]},
