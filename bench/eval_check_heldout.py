@@ -168,7 +168,15 @@ def find_copies(root: Path = ROOT, heldout: Path = HELDOUT) -> list[dict[str, ob
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--thread", nargs="+", metavar="URL",
+                    help="before reading a thread: say only whether each URL is a held-out thread (no case shown)")
     args = ap.parse_args(argv)
+    if args.thread:
+        held = {thread_key(i.source) for i in heldout_items()}
+        taken = [u for u in args.thread if thread_key(u) in held]
+        for u in args.thread:
+            print(f"{'HELD OUT, do not read' if u in taken else 'free'}: {u}")
+        return 1 if taken else 0
     cites, copies = find_citations(), find_copies()
     if args.json:
         print(json.dumps({"cited": cites, "copied": copies}, indent=2))

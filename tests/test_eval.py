@@ -319,3 +319,13 @@ def test_tuning_descriptions_hold_the_description_bar():
     # (0.94: the set includes ten descriptions moved in from the held-out set on 2026-12-01, never tuned on)
     assert s["top1"] >= eval_kb.SYMPTOM_TARGET["top1"], f"tuning descriptions top-1 {s['top1']:.3f}\n{table}"
     assert s["top3"] >= 0.94, f"tuning descriptions top-3 {s['top3']:.3f}\n{table}"
+
+
+def test_a_thread_can_be_checked_before_it_is_read(capsys):
+    """`eval_check_heldout.py --thread URL` answers held out or free, and shows no case."""
+    item = check.heldout_items()[0]
+    assert check.main(["--thread", item.source, "https://github.com/example/none/issues/1"]) == 1
+    out = capsys.readouterr().out
+    assert out.count("HELD OUT") == 1 and "free: https://github.com/example/none/issues/1" in out
+    assert item.text[:40] not in out if item.text.strip() else True
+    assert check.main(["--thread", "https://github.com/example/none/issues/2"]) == 0
