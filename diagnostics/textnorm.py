@@ -7,10 +7,10 @@ the wrapped-line appendix is bounded by the size of the text.
 * :func:`strip_ansi` - terminal colour and control sequences (CSI ``ESC [ ... m``, OSC ``ESC ] ... BEL``, two-byte
   escapes), and the ``[31m`` remnants a forum leaves when it ate the ESC byte.
 * :func:`clean_log` - what the matcher scans: the above, NULs and stray control characters out, carriage-return
-  progress redraws as lines, full-width punctuation (``：，（）``; a colon or comma before a word with its space), typographic quotes and the em dash
-  smart punctuation makes of ``--`` as ASCII, and the line
-  prefixes that logging layers put in front of a tool's own words (journald/syslog ``Mar 03 12:00:01 host
-  kernel: ``, the kernel's ``[  123.456789] ``, docker/k8s ``2024-05-01T12:00:00.123456789Z [stdout F] ``,
+  progress redraws as lines, full-width punctuation (``：，（）``; a colon or comma before a word with its space),
+  typographic quotes and the em dash smart punctuation makes of ``--`` as ASCII, and the line prefixes that logging
+  layers put in front of a tool's own words (journald/syslog ``Mar 03 12:00:01 host kernel: ``, the kernel's
+  ``[  123.456789] ``, docker/k8s ``2024-05-01T12:00:00.123456789Z [stdout F] ``,
   Python-logging / Windows ``2024-05-01 12:00:00,123 `` timestamps, ``>>> ``/``$ `` prompts, ``> `` quotes)
   removed, so a signature anchored at the start of the tool's line still matches.
 * :func:`html_text` (part of :func:`clean_log`) - a paste taken from a page's HTML: entities (``&quot;``, ``&apos;``)
