@@ -571,7 +571,7 @@ s211, s227), the session's start (a56eea5) -> its end: logs top-1 73/95 -> 75/95
 throughout; **descriptions 0.711 / 0.829 -> the same**. The session's KB work came from message sources (format
 strings of torch's allocator, NCCL, kmod, uv/pip/poetry/conda, amd-smi, ROCR, MIOpen, rocBLAS, CTranslate2, TensorRT,
 flash-attn, SGLang), from 25 tuning logs of new threads (first try 16/25) and 6 more (0/6), from 31 tuning descriptions
-(first try 22/31), and from the misses of batch 6, retired whole that day (5 of its 8 misses fixed by those sources).
+(first try 22/31), and from the misses of batch 6, retired whole that day (7 of its 8 misses right at the end).
 
 **Held-out batch 10** (`tests/eval/heldout/batch10/`, frozen 2026-12-04 01:05 UTC, session 11, on top of main at 2c030c8,
 before any of that session's KB or matcher changes was merged; main's next commit, 5c89cfc, changed only the generation
