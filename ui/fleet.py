@@ -183,7 +183,7 @@ for i, g in enumerate(queue["groups"]):
             st.code(smp["excerpt"][-1500:], language=None)
         st.button(T("ui.fleet.draft"), key=f"draft_{g['sig']}", on_click=_draft, args=(g,), type="primary",
                   icon=":material/edit_note:")
-if st.session_state.pop("fleet_goto_editor", False):
+if st.session_state.get("fleet_goto_editor"):  # cleared by the editor: a run cut short here still gets there
     st.switch_page(common.page_file("kb_editor"))
 if st.session_state.get("fleet_msg"):
     st.warning(st.session_state.pop("fleet_msg"))

@@ -22,6 +22,7 @@ START_LABEL = {t(k, "en"): k for k in START_KEYS}
 common.style()
 kb, _ = get_kb()
 ids = [e.id for e in kb.entries]
+st.session_state.pop("fleet_goto_editor", None)  # Fleet's "Draft a KB entry" brought us here
 if "editor_seed" in st.session_state:  # "Edit a copy" on the Knowledge base page
     st.session_state["yaml"] = st.session_state.pop("editor_seed")
 st.session_state.setdefault("yaml", contrib.template())
