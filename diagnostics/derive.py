@@ -89,7 +89,7 @@ def derive(facts: dict[str, Any]) -> dict[str, Any]:
             new["gpu.present"] = present
     from .support import derive_support  # the GPU support matrix (kb/support/gpu-matrix.yaml)
 
-    new.update({k: v for k, v in derive_support({**facts, **new}).items() if k not in new})
+    new.update({k: v for k, v in derive_support({**facts, **new}, visible=amd_visible_targets).items() if k not in new})
     new.update(_no_error_facts(facts))
     out = {k: v for k, v in new.items() if k not in given}
     # the masks' facts have one owner, this rule: a value stored by an older version (or another probe) is replaced
@@ -106,6 +106,10 @@ def amd_visible_targets(facts: dict[str, Any], targets: list[str]) -> list[str]:
         return targets
     count, uuids = _devices(facts, "amd")
     if count != len(targets):
+        # the device count is not known (a pasted rocminfo, a check script): a mask that selects nothing whatever
+        # the count ("-1", "", a leading empty entry) still hides every GPU
+        if any(_select(k, masks[k], None, [], False, []) == [] for k in MASK_NAMES if k in masks):
+            return []
         return targets
     positions: list[int] = list(range(count))
     left_uuids = uuids

@@ -12,7 +12,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -525,8 +525,10 @@ def _rocm_archs_bounds(facts: dict[str, Any], amd: list[str], m: Matrix) -> tupl
     return sorted(always), "matrix-all"
 
 
-def derive_support(facts: dict[str, Any], matrix: Matrix | None = None) -> dict[str, Any]:
-    """New facts from the support matrix (only ones the given facts do not already hold)."""
+def derive_support(facts: dict[str, Any], matrix: Matrix | None = None,
+                   visible: Callable[[dict[str, Any], list[str]], list[str]] | None = None) -> dict[str, Any]:
+    """New facts from the support matrix (only ones the given facts do not already hold); *visible* gives the AMD
+    targets the device masks leave visible (derive.amd_visible_targets)."""
     m = matrix or get_matrix()
     new: dict[str, Any] = {}
     if not m.amd and not m.nvidia:
@@ -569,7 +571,11 @@ def derive_support(facts: dict[str, Any], matrix: Matrix | None = None) -> dict[
     if build == "rocm" and amd and archs is not None:
         listed = set(archs)
         eff_gfx = override_to_gfx(override) if override else None
-        effective = [eff_gfx or t for t in amd]
+        # a GPU the masks hide is never loaded by the runtime, so only the visible ones need code in the wheel
+        # (derive's rule, passed in; targets read before the masks only: torch's gcn_arch_names come after them)
+        masked = visible is not None and amd_src in ("gpu.native_gfx_targets", "gpu.gfx_targets")
+        visible_amd = visible(facts, amd) if masked else amd  # type: ignore[misc]
+        effective = [eff_gfx or t for t in visible_amd]
         missing = sorted({t for t in effective if t not in listed})
         native_missing = sorted({t for t in amd if t not in listed})
         if "torch.arch_list" not in facts or not facts.get("torch.arch_list"):
