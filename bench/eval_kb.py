@@ -564,7 +564,9 @@ match a thread the KB cites, one description of a kind the batch already had eno
 citation check (their threads had just been added to tuning by another helper). Not covered: ANSI colour, ZLUDA,
 DirectML, WSL, SwarmUI, Ray, Triton shared memory, NVML mismatch and kernel-module logs (every candidate was cited),
 check-script output.
-Its figures at freeze are in `bench/eval_baseline_batch12.json`.
+Its figures at freeze (0933573: the batch committed, no KB or matcher change for it) are in
+`bench/eval_baseline_batch12.json`: logs top-1 0.760, top-3 0.760 (0.920 incl. possible causes), negatives clean 7/7;
+descriptions top-1 0.611, top-3 0.722.
 
 **Held-out batch 11** (`tests/eval/heldout/batch11/`, frozen 2026-12-04 03:55 UTC, session 12, on top of main at 3900e60,
 where batch 6 had been retired and the lead's textnorm change had landed, before any of that session's helpers' KB or
