@@ -72,12 +72,16 @@ HELDOUT10_FROZEN = "2026-12-04 01:05 UTC"
 # batch 11: collected in session 12 (one collector, both sides), frozen before that session's helpers' KB/matcher changes
 HELDOUT11_DIR = HELDOUT_DIR / "batch11"
 HELDOUT11_FROZEN = "2026-12-04 03:55 UTC"
+# batch 12: collected in session 13 (one collector, both sides), frozen before that session's helpers' KB/matcher changes
+HELDOUT12_DIR = HELDOUT_DIR / "batch12"
+HELDOUT12_FROZEN = "2026-12-04 19:18 UTC"
 HELDOUT_BATCHES = {
     7: (HELDOUT7_DIR, HELDOUT7_FROZEN),
     8: (HELDOUT8_DIR, HELDOUT8_FROZEN),
     9: (HELDOUT9_DIR, HELDOUT9_FROZEN),
     10: (HELDOUT10_DIR, HELDOUT10_FROZEN),
     11: (HELDOUT11_DIR, HELDOUT11_FROZEN),
+    12: (HELDOUT12_DIR, HELDOUT12_FROZEN),
 }
 # former held-out batches 1-3 (retired in session 6) and 4 (session 8), all on 2026-12-02, and 5 (session 10,
 # 2026-12-03): their misses were studied
@@ -551,6 +555,19 @@ def _baseline_section() -> list[str]:
 
 
 COLLECTION = """\
+**Held-out batch 12** (`tests/eval/heldout/batch12/`, frozen 2026-12-04 19:18 UTC, session 13, on top of main at 14736a4,
+before any of that session's helpers' KB or matcher changes was merged): 32 logs (25 with a cause over 22 ids, 7 healthy
+or unrelated; about 45% NVIDIA, from venues earlier batches used little) and 18 descriptions (9
+Chinese, 9 English, copied as written), collected by one collector who read no KB pattern or test and ran nothing on the
+cases; five picks were dropped before freezing (three excerpts that stop before the error, a log whose reporter and text
+match a thread the KB cites, one description of a kind the batch already had enough of) and two more at the last
+citation check (their threads had just been added to tuning by another helper). Not covered: ANSI colour, ZLUDA,
+DirectML, WSL, SwarmUI, Ray, Triton shared memory, NVML mismatch and kernel-module logs (every candidate was cited),
+check-script output.
+Its figures at freeze (0933573: the batch committed, no KB or matcher change for it) are in
+`bench/eval_baseline_batch12.json`: logs top-1 0.760, top-3 0.760 (0.920 incl. possible causes), negatives clean 7/7;
+descriptions top-1 0.611, top-3 0.722.
+
 **Held-out batch 11** (`tests/eval/heldout/batch11/`, frozen 2026-12-04 03:55 UTC, session 12, on top of main at 3900e60,
 where batch 6 had been retired and the lead's textnorm change had landed, before any of that session's helpers' KB or
 matcher changes was merged): 32 logs (26 with a cause over 23 ids, 6 healthy or unrelated; about 40% NVIDIA; sources
