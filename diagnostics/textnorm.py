@@ -477,7 +477,10 @@ def _joined_wraps(text: str, max_chars: int | None = None,
     if short:
         # a short paste (the usual forum post): every long line may continue on the next one, and so may a
         # shorter one whose next line starts with a word too long to have fitted after it (a word wrap moved it)
-        width = max((x for x in lengths if x <= WRAP_MAX_LINE), default=0)
+        # (the width is that of the lines with a space in them: a word wrap leaves a word longer than its width, a
+        # URL or a path, on a line of its own, longer than the width)
+        width = max((x for x, ln in zip(lengths, lines) if x <= WRAP_MAX_LINE and " " in ln.strip()), default=0) \
+            or max((x for x in lengths if x <= WRAP_MAX_LINE), default=0)
         pushed = {k for k in range(len(lines) - 1) if WRAP_PUSHED_MIN <= lengths[k] < WRAP_MIN
                   and lengths[k] + 1 + len(lines[k + 1].split(" ", 1)[0]) > width >= WRAP_MIN}
 

@@ -97,6 +97,8 @@ SILENT = [
     # https://github.com/likelovewant/ROCmLibs-for-gfx1103-AMD780M-APU/issues/50: an APU's free memory
     ("llama_model_load_from_file_impl: using device ROCm0 (AMD Radeon 780M Graphics) - 59175 MiB free",
      ("gpu.vram_total_bytes",)),
+    # a sentence naming torch's version is not kohya_ss's own 'Torch X.Y.Z' line
+    ("Torch 2.1.2 and torchvision 0.16.2 were installed by the setup", ("torch.version",)),
     # https://github.com/ggml-org/llama.cpp/issues/20142: Vulkan's device line is not the HIP backend's
     ("ggml_vulkan: 0 = AMD Radeon Graphics (RADV GFX1151) (radv) | uma: 1 | fp16: 1 | bf16: 0 | warp size: 64",
      ("gpu.gfx_targets", "gpu.count")),

@@ -204,6 +204,7 @@ def test_embedded_reading_is_linear():
 LAYERS = {
     "python logging": "2024-05-01 12:00:01,123 INFO ",
     "python logging, dashes": "2024-05-01 12:00:01,123 - INFO - ",
+    "python logging, cookbook": "2024-05-01 12:00:01,123 - app - ERROR - ",
     "loguru": "2024-05-01 12:00:01.123 | INFO     | __main__:<module>:5 - ",
     "docker compose": "webui-1  | ",
     "docker compose -t": "webui-1  | 2024-05-01T12:00:01.123456789Z ",

@@ -171,6 +171,23 @@ def test_word_wrap_by_a_forum_is_joined(matcher):
     assert "torch-not-compiled-with-cuda" in first(matcher, text)
 
 
+def test_a_word_wrap_width_is_not_set_by_an_unbreakable_url(matcher):
+    # koboldcpp#495 (Windows, RX 6650 XT), word-wrapped at 72 columns: the wrap leaves the Markdown image's long URL on
+    # a line of its own, longer than the width, and moves the 74-character path off the short first line of the error
+    text = ('After press "Launch" to run the programme, the error message\n\n'
+            ' "rocBLAS error: Cannot read\n'
+            'C:\\Users\\richa\\AppData\\Local\\Temp\\_MEI60562\\/library/TensileLibrary.dat:\n'
+            'No such file or dire ctory "\n\n'
+            'at the bottom and the programme crash and close.\n\n'
+            '![screenshot 2023-10-24\n'
+            '234009](https://github.com/LostRuins/koboldcpp/assets/141255885/4b2d49e4-86bd-4487-8cfa-a3b9a827b8d3)\n\n'
+            'In KoboldCpp - Version 1.46.1.yr0-ROCm, the programme can still be\n'
+            'launched except the problem of reply with garbage characters in certain\n')
+    appendix, _ = joined_wraps(text)
+    assert "rocBLAS error: Cannot read C:" in appendix
+    assert first(matcher, text)[0] == "rocblas-tensile-library-missing"
+
+
 def test_a_word_cut_without_a_known_width_reads_both_ways(matcher):
     text = ("Traceback: torch._C._cuda_init() RuntimeError: hipErrorNoBinaryForGpu: Unable to find code obje\n"
             "ct for all current devices!\n")

@@ -10,6 +10,7 @@ reads (torch's version and build, the GPU's name and target, VRAM, environment o
     ** Python version: 3.12.0 (tags/...) [MSC v.1935 64 bit (AMD64)]       ComfyUI; A1111: 'Python 3.10.6 (tags/...'
     version: v1.10.1  •  python: 3.10.6  •  torch: 2.1.2+cu121  •  ...     the A1111 footer
     RuntimeError: Torch is not able to use GPU; add --skip-torch-cuda-test ...     A1111's is_available() check
+    Torch 2.3.0+rocm6.0  /  Torch reports GPU not available  /  Torch detected GPU: ... VRAM 8188 Arch (8, 9)   kohya_ss
     msg="inference compute" id=0 library=rocm variant="" compute=gfx1102 driver=0.0 name=1002:7480 total="8.0 GiB"
     msg="amdgpu is not supported (supported types:[gfx1103])" gpu_type=gfx1150 gpu=0      ollama serve
     msg="server config" env="map[... HSA_OVERRIDE_GFX_VERSION:10.3.0 ...]"               ollama serve
@@ -388,6 +389,16 @@ _READER_ROWS: tuple[tuple[str | None, str, str | None, _Act], ...] = (
     ("torch: ", r"\bpython: (\d\.\d{1,2}\.\d{1,2})\s+\S\s+torch: (\S{1,80})", None, _a1111_footer),
     ("Torch is not able to use GPU", r"(?:^|RuntimeError: |AssertionError: )Torch is not able to use GPU\b", "a1111",
      _torch_no_gpu),
+    # kohya_ss's torch check (setup/validate_requirements.py; rich's time and level are gone after clean_log):
+    # 'Torch 2.3.0+rocm6.0', then 'Torch backend: AMD ROCm HIP 6.0.32830-d62f6a171' or 'Torch backend: nVidia CUDA
+    # 11.8 cuDNN 8905' and 'Torch detected GPU: NAME VRAM 8188 Arch (8, 9) Cores 24' (newer: 'VRAM 8188MB Arch 8.9'),
+    # or 'Torch reports GPU not available' when torch.cuda.is_available() is False
+    ("Torch ", r"^Torch (\d+\.\d+\.\d+\S{0,60})\s*$", None, lambda m, seen: _torch_version(m.group(1), seen, "kohya")),
+    ("Torch reports GPU not available", r"^Torch reports GPU not available\s*$", "kohya", _torch_no_gpu),
+    ("Torch backend: ", r"^Torch backend: AMD ROCm HIP (\d+\.\d+[\w.-]{0,40})\s*$", "kohya",
+     lambda m, seen: seen.put("torch.hip_version", m.group(1))),
+    ("Torch detected GPU: ", r"^Torch detected GPU: (.{1,120}?) VRAM \d{1,7}(?: ?MB)? Arch ", "kohya",
+     lambda m, seen: _app_device(m.group(1), seen)),
     (None, r"^Successfully installed (.{1,3000})$", None, _pip_installed),
     (None, rf"^Requirement already satisfied: torch(?:==\S+)? in \S.{{0,300}}? \(({_VER})\)\s*$", "pip",
      _pip_satisfied),

@@ -204,6 +204,7 @@ _LAYER = re.compile(
 # "WARNING: No AMD GPUs specified" stays)
 _LEVEL_LAYER = re.compile(
     rf"(?:[-|][ \t])?(?:{_LEVEL}[ \t]{{0,8}}\|[ \t][\w.<>:-]{{1,200}}[ \t]-[ \t]"       # loguru: "INFO     | mod:fn:12 - "
+    rf"|[\w.<>-]{{1,64}}[ \t]-[ \t]{_LEVEL}[ \t]-[ \t]"            # the logging cookbook: "- app - ERROR - "
     rf"|\[?{_LEVEL}\]?(?::|[ \t]{{1,8}}-)?[ \t])")                 # "INFO ", "[INFO] ", "INFO: ", "INFO - "
 LAYER_SAMPLE = 4000
 
