@@ -68,6 +68,10 @@ import yaml
 from rank_bm25 import BM25Okapi
 
 LEXICON_PATH = Path(__file__).resolve().parent / "i18n" / "symptoms.yaml"
+# RE2's default 8 MiB is too little for the DFA of the vocabulary's alternations (every synonym variant in one
+# pattern, every phrase in one set): past it RE2 logs "DFA out of memory" and falls back to a slower engine
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.max_mem = 64 << 20
 MAX_PHRASE = 200
 SYMPTOM_CONFIDENCE_CAP = 0.6  # a guess's confidence is its relative score times this: always below a finding
 MAX_QUERY_CHARS = 256 * 1024  # a longer text is read from its end (where a failing run prints its error)
@@ -267,9 +271,7 @@ class Lexicon:
     _set: Any = None
 
     def compile(self) -> "Lexicon":
-        opts = re2.Options()
-        opts.max_mem = 64 << 20
-        s = re2.Set.SearchSet(opts)
+        s = re2.Set.SearchSet(_RE2_OPTIONS)
         for p in self.patterns:
             if s.Add(p) < 0:
                 raise ValueError(f"symptom phrase does not compile: {p!r}")
@@ -277,7 +279,7 @@ class Lexicon:
         self._set = s
         names = [(k, it) for k in self.named for it in k.items]
         if names:
-            ns = re2.Set.SearchSet(opts)
+            ns = re2.Set.SearchSet(_RE2_OPTIONS)
             self._named_of = []
             for (k, it) in names:
                 for w in it.words:
@@ -296,7 +298,7 @@ class Lexicon:
             ascii_ws = [w for w in self.spellings if w.isascii()]
             han_ws = [w for w in self.spellings if not w.isascii()]
             pats = ([r"\b(?:" + alt(ascii_ws) + r")\b"] if ascii_ws else []) + (["(?:" + alt(han_ws) + ")"] if han_ws else [])
-            self._spell = re2.compile("|".join(pats))
+            self._spell = re2.compile("|".join(pats), _RE2_OPTIONS)
         return self
 
     def respell(self, folded: str) -> str:
@@ -595,7 +597,7 @@ class Tokenizer:
         self.stem_token = {st: next(iter(toks)) for st, toks in by_stem.items() if len(toks) == 1}
         # the longest variant wins where several start at one place
         pats = [_literal(v) for v in sorted(self.token_of, key=len, reverse=True)]
-        self._syn = re2.compile("|".join(pats)) if pats else None
+        self._syn = re2.compile("|".join(pats), _RE2_OPTIONS) if pats else None
 
     def __call__(self, text: str) -> list[tuple[str, str]]:
         t = self.respell(_fold(text)).replace(_MARK, " ")
