@@ -568,6 +568,17 @@ Its figures at freeze (0933573: the batch committed, no KB or matcher change for
 `bench/eval_baseline_batch12.json`: logs top-1 0.760, top-3 0.760 (0.920 incl. possible causes), negatives clean 7/7;
 descriptions top-1 0.611, top-3 0.722.
 
+**What session 13's changes did to unseen cases** (aggregate figures only, held-out first): batch 12 at freeze 0.760 /
+0.760 logs (0.920 incl. possible causes), 0.611 / 0.722 descriptions -> logs the same, descriptions 0.611 / 0.778 at
+the session's end. Batches 7-11, the session's start (7dc74c3) -> its end: logs top-1 90/121 -> 90/121, top-3 91/121
+-> 91/121; descriptions 54/76 -> 55/76, top-3 63/76 -> 64/76. All held-out (batches 7-12: 146 logs with a cause, 36
+negatives, 94 descriptions): **logs top-1 0.747, top-3 0.753** (0.884 incl. possible causes), negatives 36/36 clean;
+**descriptions 0.702 / 0.830**. No held-out log moved: the session's KB work (source-derived wordings of the HIP/ROCm
+stack, of ollama/llama.cpp/Forge/NGC images, 28 tuning logs of new threads, 30 descriptions) fixed what its own fresh
+tuning cases exposed, and those first tries are the session's other unseen figures: logs 16/22 (new threads), 5/8
+and 1/11 (threads chosen for wordings from other code paths), descriptions 21/30 top-1, 23/30 top-3. The misses of
+unseen text remain a long tail of wordings and apps, one or two per failure.
+
 **Held-out batch 11** (`tests/eval/heldout/batch11/`, frozen 2026-12-04 03:55 UTC, session 12, on top of main at 3900e60,
 where batch 6 had been retired and the lead's textnorm change had landed, before any of that session's helpers' KB or
 matcher changes was merged): 32 logs (26 with a cause over 23 ids, 6 healthy or unrelated; about 40% NVIDIA; sources
