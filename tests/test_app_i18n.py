@@ -83,14 +83,18 @@ def chrome(at: AppTest) -> list[str]:
     return [s for s in out if s]
 
 
+_GLUE = {"of", "the", "a", "an", "to", "in", "on", "at", "by", "for", "and", "or", "all", "any", "is", "are"}
+
+
 def _fragments(en: str, zh: str) -> list[str]:
     """The literal parts of an English message that mark it as English UI text: the text between placeholders,
-    without Material icon names, kept when the Chinese message does not contain them too."""
+    without Material icon names, kept when the Chinese message does not contain them too.  A part made only of
+    glue words ("of the", between two placeholders) marks nothing: any English KB text (a case's name) has it."""
     parts = re.split(r"\{[^{}]*\}|:material/[a-z_0-9]+:|:[a-z]+\[|\]", en)
     out = []
     for p in parts:
         p = p.strip(" *:·—()…,.\n")
-        if len(p) >= 4 and re.search(r"[A-Za-z]{3}", p) and p not in zh:
+        if len(p) >= 4 and re.search(r"[A-Za-z]{3}", p) and p not in zh and not set(p.lower().split()) <= _GLUE:
             out.append(p)
     return out
 
