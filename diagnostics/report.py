@@ -73,6 +73,8 @@ def render_diagnoses(diagnoses: list[dict[str, Any]], not_ruled_out: list[dict[s
         for d in possible:
             ev = "; ".join(str(e.get("excerpt", "")) for e in (d.get("evidence") or [])[:2])
             out.append(f"   ? {d['title']} ({d['id']})" + (f": {ev}" if ev else ""))
+            if d.get("root_of"):
+                out.append("     " + t("report.possible_root_of", lang, id=d["root_of"]))
         out.append("")
     if benign:
         out.append(t("report.benign_header", lang))

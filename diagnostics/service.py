@@ -490,6 +490,7 @@ def diagnose(report: dict[str, Any], kb_dir: str | None = None,
     put causes above their consequences, name the root causes, list failed checks no cause explains (with the
     nearest KB entries), and compute the verdict.  Fills *report* in place and returns it."""
     from .derive import derive
+    from .differential import root_guesses
     from .matcher import order, root_causes
     from .symptoms import bounded_query, merge_symptoms, without_label_tables
 
@@ -519,6 +520,10 @@ def diagnose(report: dict[str, Any], kb_dir: str | None = None,
             d["basis"] = "possible"
         d.setdefault("basis", "confirmed")
     res["diagnoses"] = order(res["diagnoses"])
+    words = "\n".join(x for x in (pasted, str(report.get("description") or "")) if x.strip())
+    if words:
+        # a generic consequence that fired alone ("HIP sees no GPU"): which of its known causes the text points at
+        root_guesses(res, bounded_query(words), kb, facts)
     report["diagnoses"] = res["diagnoses"]
     report["not_ruled_out"] = res["not_ruled_out"]
     report["possible"] = res.get("possible") or []   # ranked guesses ("basis": "possible"), apart from the causes

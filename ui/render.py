@@ -260,6 +260,8 @@ def possible(guesses: list[dict[str, Any]]) -> None:
     for d in guesses:
         words = "; ".join(str(e.get("excerpt", "")) for e in d.get("evidence") or [] if e.get("kind") == "symptom")
         with st.expander(f":gray[:material/help:] {safe.md_inline(d.get('title'))}  ·  {safe.md_inline(words, 80)}"):
+            if d.get("root_of"):
+                st.caption(T("ui.render.possible_root_of", id=safe.md_inline(d.get("root_of"))))
             st.markdown(T("ui.render.how_to_fix"))
             st.markdown(safe.md_html(d.get("fix") or T("ui.render.no_fix")), unsafe_allow_html=True)
             st.caption(T("ui.render.kb_entry", id=safe.md_inline(d.get("id"))))
