@@ -81,6 +81,8 @@ def derive(facts: dict[str, Any]) -> dict[str, Any]:
             vendors.append("nvidia")
         if vendors:
             new["gpu.vendors"] = vendors
+    if "gpu.first_is_integrated" not in facts:
+        new.update(_kinds_from_torch_names(facts))
     if "gpu.count" not in facts and no_gpu_on_bus(facts):
         new["gpu.count"] = 0   # CONTRACT: gpu.count is reported wherever known, 0 on a machine with no GPU
     if "gpu.present" not in facts:
@@ -94,6 +96,41 @@ def derive(facts: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in new.items() if k not in given}
     # the masks' facts have one owner, this rule: a value stored by an older version (or another probe) is replaced
     out.update(visible_devices({**facts, **out}))
+    return out
+
+
+# What torch.cuda.get_device_name() says of an AMD GPU, by kind.  An APU's graphics has no marketing name of its
+# own in the runtime: ROCm reports "AMD Radeon Graphics" (or "AMD Radeon(TM) Graphics"), newer releases the
+# product's graphics name ("AMD Radeon 780M Graphics", "Radeon 8060S Graphics", "AMD Radeon Vega 8 Graphics").
+# Discrete cards are "Radeon RX ...", "Radeon PRO ...", "Radeon VII", Instinct and FirePro boards.  A name that
+# fits neither (an NVIDIA card, a renamed device) leaves the kinds unknown.
+_INTEGRATED_NAME = re.compile(
+    r"(?i)^\s*(?:AMD\s+)?Radeon(?:\(TM\))?\s+(?:(?:Vega\s+\d+\s+|\d{3}M\s+|\d{4}S\s+)?Graphics"
+    r"|\d{3}M|\d{4}S)\s*$")
+_DISCRETE_NAME = re.compile(
+    r"(?i)\b(?:Radeon(?:\(TM\))?\s+(?:RX|PRO|Pro|VII|R9|R7|HD)\b|Instinct\b|FirePro\b|\bMI\d{2,3}[A-Z]?\b)")
+
+
+def _kinds_from_torch_names(facts: dict[str, Any]) -> dict[str, Any]:
+    """gpu.integrated_count / discrete_count / first_is_integrated from the device names torch listed, in its
+    order (after any visible-devices mask: what the program itself uses), where every name says its kind."""
+    names = facts.get("torch.device_names")
+    if facts.get("torch.build") not in (None, "rocm") or not isinstance(names, list) or len(names) < 2:
+        return {}
+    kinds = []
+    for n in names:
+        if not isinstance(n, str):
+            return {}
+        if _INTEGRATED_NAME.search(n):
+            kinds.append("integrated")
+        elif _DISCRETE_NAME.search(n):
+            kinds.append("discrete")
+        else:
+            return {}
+    out: dict[str, Any] = {"gpu.first_is_integrated": kinds[0] == "integrated" and "discrete" in kinds}
+    if "gpu.integrated_count" not in facts and "gpu.discrete_count" not in facts:
+        out["gpu.integrated_count"] = kinds.count("integrated")
+        out["gpu.discrete_count"] = kinds.count("discrete")
     return out
 
 

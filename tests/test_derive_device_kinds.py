@@ -1,0 +1,42 @@
+"""Integrated or discrete from the names torch gives its devices (derive._kinds_from_torch_names).
+
+The names are the ones ROCm's runtime reports through torch.cuda.get_device_name(): "AMD Radeon Graphics" for an
+APU's graphics (ROCm/TheRock#3392, ROCm/legacy-rocm-build#3401), the product's graphics name on newer releases
+("AMD Radeon 780M Graphics"), and marketing names for discrete cards.
+"""
+from __future__ import annotations
+
+import pytest
+
+from diagnostics.derive import derive
+
+
+@pytest.mark.parametrize("names,first,integrated,discrete", [
+    (["AMD Radeon Graphics", "AMD Radeon RX 7900 XTX"], True, 1, 1),
+    (["AMD Radeon(TM) Graphics", "Radeon RX 6800 XT"], True, 1, 1),
+    (["AMD Radeon RX 7900 XTX", "AMD Radeon Graphics"], False, 1, 1),
+    (["AMD Radeon 780M Graphics", "AMD Radeon PRO W7900"], True, 1, 1),
+    (["AMD Instinct MI300X", "AMD Instinct MI300X"], False, 0, 2),
+    (["AMD Radeon Vega 8 Graphics", "Radeon RX Vega"], True, 1, 1),
+])
+def test_kinds_from_names(names, first, integrated, discrete):
+    out = derive({"torch.build": "rocm", "torch.device_names": names, "torch.device_count": len(names)})
+    assert out["gpu.first_is_integrated"] is first
+    assert (out["gpu.integrated_count"], out["gpu.discrete_count"]) == (integrated, discrete)
+
+
+@pytest.mark.parametrize("facts", [
+    {"torch.build": "rocm", "torch.device_names": ["AMD Radeon Graphics"]},                  # one device: no mix
+    {"torch.build": "rocm", "torch.device_names": ["AMD Radeon Graphics", "Some Renamed GPU"]},  # a name of no kind
+    {"torch.build": "cuda", "torch.device_names": ["NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4090"]},
+    {"torch.build": "rocm", "torch.device_names": "AMD Radeon Graphics"},                     # malformed
+])
+def test_no_kinds_where_the_names_do_not_say(facts):
+    assert "gpu.first_is_integrated" not in derive(facts)
+
+
+def test_rocminfo_kinds_win_over_names():
+    facts = {"torch.build": "rocm", "torch.device_names": ["AMD Radeon Graphics", "AMD Radeon RX 7900 XTX"],
+             "gpu.first_is_integrated": False, "gpu.integrated_count": 1, "gpu.discrete_count": 1}
+    out = derive(facts)
+    assert "gpu.first_is_integrated" not in out and "gpu.integrated_count" not in out
