@@ -567,7 +567,9 @@ vLLM) and 18 descriptions (9 Chinese, 9 English, copied as written), collected b
 or test and ran nothing on the cases; three picks were replaced before freezing (a NumPy-2 banner whose stock lines the
 copy check found in KB and tuning cases, two logs of ids that already had 4 held-out logs) and several were dropped (excerpts that stop before the error, causes left
 open). Not covered: ANSI colour, DirectML, SwarmUI, Triton shared memory, NVML mismatch, rocm-smi and kernel-module logs.
-Its figures at freeze are in `bench/eval_baseline_batch13.json`.
+Its figures at freeze (9468c3c: the batch committed, no KB or matcher change for it) are in
+`bench/eval_baseline_batch13.json`: logs top-1 0.760, top-3 0.760 (0.920 incl. possible causes), negatives clean 7/7;
+descriptions top-1 0.556, top-3 0.722.
 
 **Held-out batch 12** (`tests/eval/heldout/batch12/`, frozen 2026-12-04 19:18 UTC, session 13, on top of main at 14736a4,
 before any of that session's helpers' KB or matcher changes was merged): 32 logs (25 with a cause over 22 ids, 7 healthy
