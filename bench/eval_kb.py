@@ -75,6 +75,9 @@ HELDOUT11_FROZEN = "2026-12-04 03:55 UTC"
 # batch 12: collected in session 13 (one collector, both sides), frozen before that session's helpers' KB/matcher changes
 HELDOUT12_DIR = HELDOUT_DIR / "batch12"
 HELDOUT12_FROZEN = "2026-12-04 19:18 UTC"
+# batch 13: collected in session 14 (one collector, both sides), frozen before that session's helpers' KB/matcher changes
+HELDOUT13_DIR = HELDOUT_DIR / "batch13"
+HELDOUT13_FROZEN = "2026-12-04 21:24 UTC"
 HELDOUT_BATCHES = {
     7: (HELDOUT7_DIR, HELDOUT7_FROZEN),
     8: (HELDOUT8_DIR, HELDOUT8_FROZEN),
@@ -82,6 +85,7 @@ HELDOUT_BATCHES = {
     10: (HELDOUT10_DIR, HELDOUT10_FROZEN),
     11: (HELDOUT11_DIR, HELDOUT11_FROZEN),
     12: (HELDOUT12_DIR, HELDOUT12_FROZEN),
+    13: (HELDOUT13_DIR, HELDOUT13_FROZEN),
 }
 # former held-out batches 1-3 (retired in session 6) and 4 (session 8), all on 2026-12-02, and 5 (session 10,
 # 2026-12-03): their misses were studied
@@ -555,6 +559,18 @@ def _baseline_section() -> list[str]:
 
 
 COLLECTION = """\
+**Held-out batch 13** (`tests/eval/heldout/batch13/`, frozen 2026-12-04 21:24 UTC, session 14, on top of main at fa771a9,
+before any of that session's helpers' KB or matcher changes was merged): 32 logs (25 with a cause over 22 ids, 13 of
+them ids no earlier held-out log had, and 7 healthy or unrelated; about half NVIDIA, from venues earlier batches used
+little: Ray and MELD on Slurm, gpu-burn, Triton at HEAD, torch.compile on WSL, tensorflow-rocm, ROCm 4.0 DKMS, ROCm
+vLLM) and 18 descriptions (9 Chinese, 9 English, copied as written), collected by one collector who read no KB pattern
+or test and ran nothing on the cases; three picks were replaced before freezing (a NumPy-2 banner whose stock lines the
+copy check found in KB and tuning cases, two logs of ids that already had 4 held-out logs) and several were dropped (excerpts that stop before the error, causes left
+open). Not covered: ANSI colour, DirectML, SwarmUI, Triton shared memory, NVML mismatch, rocm-smi and kernel-module logs.
+Its figures at freeze (9468c3c: the batch committed, no KB or matcher change for it) are in
+`bench/eval_baseline_batch13.json`: logs top-1 0.760, top-3 0.760 (0.920 incl. possible causes), negatives clean 7/7;
+descriptions top-1 0.556, top-3 0.722.
+
 **Held-out batch 12** (`tests/eval/heldout/batch12/`, frozen 2026-12-04 19:18 UTC, session 13, on top of main at 14736a4,
 before any of that session's helpers' KB or matcher changes was merged): 32 logs (25 with a cause over 22 ids, 7 healthy
 or unrelated; about 45% NVIDIA, from venues earlier batches used little) and 18 descriptions (9

@@ -152,7 +152,8 @@ def test_retired_batches_are_whole_and_out_of_the_heldout_split():
 BATCH_SHAPE = {7: (27, 5, 9, 290, 200, 2), 8: (27, 6, 14, 320, 210, 2),
                9: (34, 6, 17, 352, 226, 2), 10: (30, 6, 18, 387, 244, 2),
                11: (32, 6, 18, 419, 262, 2),
-               12: (32, 7, 18, 451, 280, 2)}   # s185 (session 8), h188, h240, h271, h302, s132, s180, s207, h334, h335 (session 9), h236, h237, h238, h241, h320, h330, s224 (session 10), h306, h329, h385, h391, h418, s211, s227 (session 12) moved to tuning
+               12: (32, 7, 18, 451, 280, 2),
+               13: (32, 7, 18, 483, 298, 2)}   # s185 (session 8), h188, h240, h271, h302, s132, s180, s207, h334, h335 (session 9), h236, h237, h238, h241, h320, h330, s224 (session 10), h306, h329, h385, h391, h418, s211, s227 (session 12) moved to tuning
 
 
 @pytest.mark.parametrize("batch", sorted(BATCH_SHAPE))
