@@ -81,6 +81,8 @@ def derive(facts: dict[str, Any]) -> dict[str, Any]:
             vendors.append("nvidia")
         if vendors:
             new["gpu.vendors"] = vendors
+    if "torch.build" not in facts and _pypi_cpu_only(facts):
+        new["torch.build"] = "cpu"
     if "gpu.first_is_integrated" not in facts:
         new.update(_kinds_from_torch_names(facts))
     if "gpu.count" not in facts and no_gpu_on_bus(facts):
@@ -97,6 +99,20 @@ def derive(facts: dict[str, Any]) -> dict[str, Any]:
     # the masks' facts have one owner, this rule: a value stored by an older version (or another probe) is replaced
     out.update(visible_devices({**facts, **out}))
     return out
+
+
+_BARE_RELEASE = re.compile(r"^\d+\.\d+(\.\d+)?$")
+
+
+def _pypi_cpu_only(facts: dict[str, Any]) -> bool:
+    """A torch version with no local tag (``2.5.1``, not ``2.5.1+cu124`` / ``+rocm6.2`` / ``a0+git…``) on Windows or
+    macOS: PyPI's default wheel there, which is a CPU-only build (pytorch.org's install matrix: CUDA and ROCm builds
+    come from their own index with a ``+cuXXX``/``+rocmX.Y`` tag).  On Linux the same bare version is PyPI's CUDA
+    build, so nothing follows there."""
+    ver, osn = facts.get("torch.version"), facts.get("os.name")
+    if not (isinstance(ver, str) and _BARE_RELEASE.match(ver.strip()) and isinstance(osn, str)):
+        return False
+    return bool(re.match(r"(?i)\s*(microsoft\s+)?windows\b|\s*mac\s?os\b|\s*darwin\b", osn))
 
 
 # What torch.cuda.get_device_name() says of an AMD GPU, by kind.  An APU's graphics has no marketing name of its

@@ -40,3 +40,17 @@ def test_rocminfo_kinds_win_over_names():
              "gpu.first_is_integrated": False, "gpu.integrated_count": 1, "gpu.discrete_count": 1}
     out = derive(facts)
     assert "gpu.first_is_integrated" not in out and "gpu.integrated_count" not in out
+
+
+@pytest.mark.parametrize("facts,want", [
+    ({"torch.version": "2.5.1", "os.name": "Windows"}, "cpu"),
+    ({"torch.version": "2.4.0", "os.name": "Microsoft Windows 11 Pro"}, "cpu"),
+    ({"torch.version": "2.2.2", "os.name": "macOS 14.5 (arm64)"}, "cpu"),
+    ({"torch.version": "2.5.1", "os.name": "Ubuntu 22.04.4 LTS"}, None),      # PyPI's Linux wheel is a CUDA build
+    ({"torch.version": "2.5.1+cu124", "os.name": "Windows"}, None),           # the tag decides (the parsers read it)
+    ({"torch.version": "2.8.0a0+gitd1a2b3c", "os.name": "Windows"}, None),    # AMD's Windows ROCm wheels
+    ({"torch.version": "2.5.1"}, None),                                       # no OS: unknown
+    ({"torch.version": "2.5.1", "os.name": "Windows", "torch.build": "cuda"}, None),
+])
+def test_a_bare_torch_version_on_windows_or_macos_is_pypis_cpu_build(facts, want):
+    assert derive(facts).get("torch.build") == want
