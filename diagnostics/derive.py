@@ -81,6 +81,10 @@ def derive(facts: dict[str, Any]) -> dict[str, Any]:
             vendors.append("nvidia")
         if vendors:
             new["gpu.vendors"] = vendors
+    if "torch.cuda_version" not in facts:
+        cv = _cuda_from_tag(facts.get("torch.version"))
+        if cv and facts.get("torch.build") in (None, "cuda"):
+            new["torch.cuda_version"] = cv
     if "torch.build" not in facts and _pypi_cpu_only(facts):
         new["torch.build"] = "cpu"
     if "gpu.first_is_integrated" not in facts:
@@ -99,6 +103,19 @@ def derive(facts: dict[str, Any]) -> dict[str, Any]:
     # the masks' facts have one owner, this rule: a value stored by an older version (or another probe) is replaced
     out.update(visible_devices({**facts, **out}))
     return out
+
+
+_CU_TAG = re.compile(r"^\d+\.\d+(?:\.\d+)?(?:\.?[a-z]+\d*)?\+cu(\d{2,3})$")
+
+
+def _cuda_from_tag(ver: Any) -> str | None:
+    """The CUDA version a torch wheel's local tag names: ``2.5.1+cu124`` -> ``12.4``, ``1.7.1+cu92`` -> ``9.2``,
+    ``2.9.0+cu130`` -> ``13.0`` (download.pytorch.org's folder names: major then one minor digit)."""
+    m = _CU_TAG.match(ver.strip()) if isinstance(ver, str) else None
+    if not m:
+        return None
+    d = m.group(1)
+    return f"{int(d[:-1])}.{d[-1]}"
 
 
 _BARE_RELEASE = re.compile(r"^\d+\.\d+(\.\d+)?$")

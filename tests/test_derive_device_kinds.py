@@ -54,3 +54,25 @@ def test_rocminfo_kinds_win_over_names():
 ])
 def test_a_bare_torch_version_on_windows_or_macos_is_pypis_cpu_build(facts, want):
     assert derive(facts).get("torch.build") == want
+
+
+@pytest.mark.parametrize("ver,want", [
+    ("2.5.1+cu124", "12.4"), ("1.7.1+cu92", "9.2"), ("2.9.0+cu130", "13.0"), ("2.0.1+cu118", "11.8"),
+    ("2.6.0.dev20241112+cu126", "12.6"), ("2.5.1+rocm6.2", None), ("2.5.1", None), ("2.5.1+cpu", None),
+])
+def test_cuda_version_from_the_wheel_tag(ver, want):
+    assert derive({"torch.version": ver}).get("torch.cuda_version") == want
+
+
+def test_torch_own_cuda_version_wins_over_the_tag():
+    assert "torch.cuda_version" not in derive({"torch.version": "2.5.1+cu124", "torch.cuda_version": "12.4.1"})
+
+
+def test_an_old_driver_beside_a_cu124_wheel_is_named_from_the_paste_alone():
+    from diagnostics.service import diagnose_text
+
+    paste = ("| NVIDIA-SMI 470.256.02   Driver Version: 470.256.02   CUDA Version: 11.4     |\n"
+             "$ pip show torch\nName: torch\nVersion: 2.5.1+cu124\n"
+             "$ python -c \"import torch; print(torch.cuda.is_available())\"\nFalse\n")
+    res = diagnose_text(logs=[("paste.txt", paste)])
+    assert res["diagnoses"][0]["id"] == "nvidia-driver-too-old"
