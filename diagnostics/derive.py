@@ -308,6 +308,17 @@ def _masks(facts: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+_AMD_NAME = re.compile(r"(?i)\b(Radeon|Instinct|FirePro|AMD|Navi ?\d+|Vega ?\d*|Polaris|Ellesmere|Aldebaran|Arcturus)\b")
+_NVIDIA_NAME = re.compile(r"(?i)\b(NVIDIA|GeForce|Quadro|Tesla|TITAN|RTX|GTX)\b")
+
+
+def _vendor_of_name(name: Any) -> str | None:
+    if not isinstance(name, str):
+        return None
+    amd, nv = bool(_AMD_NAME.search(name)), bool(_NVIDIA_NAME.search(name))
+    return "amd" if amd and not nv else "nvidia" if nv and not amd else None
+
+
 def _devices(facts: dict[str, Any], vendor: str) -> tuple[int | None, list[str]]:
     """How many GPUs of *vendor* exist before any mask, and their UUIDs (in enumeration order) when known."""
     vendors = facts.get("gpu.vendors") or []
@@ -316,6 +327,12 @@ def _devices(facts: dict[str, Any], vendor: str) -> tuple[int | None, list[str]]
             vendors = ["amd"]
         elif facts.get("nvidia.driver_version") or facts.get("nvidia.compute_caps"):
             vendors = ["nvidia"]
+        else:   # a pasted rocm-smi / amd-smi listing: the amdgpu driver answered, and the cards' names say whose
+            named = {_vendor_of_name(n) for n in facts.get("gpu.names") or []} - {None}
+            if len(named) == 1:
+                vendors = list(named)
+            elif facts.get("driver.amdgpu_loaded") is True and not facts.get("driver.nvidia_loaded"):
+                vendors = ["amd"]
     count = facts.get("gpu.count")
     uuids = [u for u in facts.get("gpu.uuids") or [] if isinstance(u, str)]
     if isinstance(count, int) and vendors == [vendor]:

@@ -76,3 +76,17 @@ def test_an_old_driver_beside_a_cu124_wheel_is_named_from_the_paste_alone():
              "$ python -c \"import torch; print(torch.cuda.is_available())\"\nFalse\n")
     res = diagnose_text(logs=[("paste.txt", paste)])
     assert res["diagnoses"][0]["id"] == "nvidia-driver-too-old"
+
+
+@pytest.mark.parametrize("facts,problem", [
+    # rocm-smi: one AMD card by name, the mask selects index 1 -> nothing
+    ({"gpu.count": 1, "gpu.names": ["Navi 31 [Radeon RX 7900 XT/7900 XTX]"], "env.HIP_VISIBLE_DEVICES": "1"}, True),
+    ({"gpu.count": 2, "gpu.names": ["AMD Instinct MI210", "AMD Instinct MI210"], "env.HIP_VISIBLE_DEVICES": "1"}, False),
+    # an answering amdgpu driver and no names
+    ({"gpu.count": 1, "driver.amdgpu_loaded": True, "env.HIP_VISIBLE_DEVICES": "1"}, True),
+    # names of both vendors: whose GPUs the count means is unknown, so the mask is not judged
+    ({"gpu.count": 2, "gpu.names": ["NVIDIA GeForce RTX 3090", "AMD Radeon RX 6800"], "env.HIP_VISIBLE_DEVICES": "1"}, False),
+])
+def test_a_mask_is_judged_against_the_cards_an_smi_listing_names(facts, problem):
+    out = derive(facts)
+    assert bool(out.get("visible_devices.problems")) is problem
