@@ -16,9 +16,10 @@ skipped here).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .kb import Cond
+if TYPE_CHECKING:
+    from .kb import Cond
 
 # a consequence needs at least this many known causes in the KB to be "generic" (measured on the KB of 2026-12-04:
 # hip-runtime-sees-no-gpu 18, kfd-device-missing 12, amdgpu-driver-not-loaded 9, segfault-on-first-gpu-op 9,

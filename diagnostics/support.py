@@ -751,6 +751,33 @@ OVERRIDE_IMPOSSIBLE = {
     "en": "<none: no one value runs {targets} together; hide the GPU the build lacks with HIP_VISIBLE_DEVICES instead>",
     "zh": "<无：没有一个值能同时用于 {targets}；请改用 HIP_VISIBLE_DEVICES 隐藏该版本不支持的那块 GPU>",
 }
+# {torch_install} for an AMD GPU on Windows: download.pytorch.org's ROCm folders hold Linux wheels only (pip finds no
+# win_amd64 file, e.g. OneTrainer#1381), so no command computed from the matrix applies; AMD's Windows wheels (its
+# "PyTorch via PIP installation" page for Windows, Python 3.12) and TheRock's nightlies are where they come from
+WINDOWS_AMD_INSTALL = {
+    "en": ("a ROCm build of torch made for Windows - the ROCm folders of download.pytorch.org hold Linux wheels only, "
+           "so pip finds no `win_amd64` file there. First `python -m pip uninstall -y torch torchvision torchaudio`, "
+           "then AMD's Windows wheels (Python 3.12; Radeon RX 7000/9000 and Ryzen AI): the pip commands on "
+           "https://rocm.docs.amd.com/projects/radeon-ryzen/en/latest/docs/install/installrad/windows/install-pytorch.html, "
+           "or for other Radeon families TheRock's nightly Windows wheels (https://github.com/ROCm/TheRock/blob/main/RELEASES.md), "
+           "or Linux under WSL2 with AMD's ROCm for WSL; afterwards `" + VERIFY_CMD + "` must list {gfx}"),
+    "zh": ("为 Windows 构建的 ROCm 版 torch——download.pytorch.org 的 ROCm 目录只有 Linux 的 wheel，pip 在那里找不到 "
+           "`win_amd64` 文件。先 `python -m pip uninstall -y torch torchvision torchaudio`，再用 AMD 的 Windows wheel"
+           "（Python 3.12；Radeon RX 7000/9000 与 Ryzen AI）：见 "
+           "https://rocm.docs.amd.com/projects/radeon-ryzen/en/latest/docs/install/installrad/windows/install-pytorch.html "
+           "中的 pip 命令；其他 Radeon 系列可用 TheRock 的 Windows 每日构建（https://github.com/ROCm/TheRock/blob/main/RELEASES.md），"
+           "或在 WSL2 中使用 AMD 的 ROCm for WSL；之后 `" + VERIFY_CMD + "` 必须列出 {gfx}"),
+}
+
+
+def windows_amd(facts: dict[str, Any], matrix: Matrix | None = None) -> bool:
+    """The facts say Windows (os.name) and an AMD GPU: no wheel of the matrix installs there."""
+    if not re.match(r"(?i)\s*(microsoft\s+)?windows\b", str(facts.get("os.name") or "")):
+        return False
+    amd, _ = amd_targets(facts, matrix or get_matrix())
+    return bool(amd) or "amd" in (facts.get("gpu.vendors") or [])
+
+
 GENERIC = {
     "en": {
         "torch_install": ("the torch, torchvision and torchaudio trio of one release from the PyTorch wheel folder "
@@ -804,6 +831,9 @@ def placeholder_values(facts: dict[str, Any], matrix: Matrix | None = None) -> d
         d = derive_support(facts, m)
         rec = d.get("support.override_recommended")
     inst = recommend_install(facts, m)
+    if inst is not None and windows_amd(facts, m):
+        inst = None
+        vals["_windows_amd"] = vals.get("gfx") or "your GPU's target"
     status = facts.get("support.override_status") or derive_support(facts, m).get("support.override_status")
     if rec:
         vals["override"] = rec
@@ -884,6 +914,8 @@ def fill(text: str, values: dict[str, str | None], lang: str = "en") -> str:
             return OVERRIDE_NONE.get(lang, OVERRIDE_NONE["en"]).format(target=values["_override_none"])
         if name == "override" and v is None and values.get("_override_impossible"):
             return OVERRIDE_IMPOSSIBLE.get(lang, OVERRIDE_IMPOSSIBLE["en"]).format(targets=values["_override_impossible"])
+        if name == "torch_install" and v is None and values.get("_windows_amd"):
+            return WINDOWS_AMD_INSTALL.get(lang, WINDOWS_AMD_INSTALL["en"]).replace("{gfx}", str(values["_windows_amd"]))
         if v is None:
             return generic[name]
         if lang == "zh" and name == "torch_install" and values.get("_install_cmd"):
@@ -904,7 +936,7 @@ def report_values(facts: dict[str, Any], matrix: Matrix | None = None) -> dict[s
     """placeholder_values plus the parts other languages rebuild the install sentence from."""
     m = matrix or get_matrix()
     vals = placeholder_values(facts, m)
-    inst = recommend_install(facts, m)
+    inst = None if vals.get("_windows_amd") else recommend_install(facts, m)
     if inst is not None:
         vals["_install_cmd"] = inst.command()
         vals["_install_override"] = inst.override

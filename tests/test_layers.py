@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("knowledge", ("diagnostics.kb", "diagnostics.support", "diagnostics.derive", "diagnostics.verdicts",
                    "diagnostics.kb_lint", "diagnostics.i18n", "diagnostics.store.summary",
                    "diagnostics.store.base")),
-    ("engines", ("diagnostics.matcher", "diagnostics.symptoms", "diagnostics.probes", "diagnostics.probing",
+    ("engines", ("diagnostics.matcher", "diagnostics.symptoms", "diagnostics.differential", "diagnostics.probes", "diagnostics.probing",
                  "diagnostics.monitor", "diagnostics.generation", "diagnostics.store", "diagnostics.store.migrations", "diagnostics.issue_body",
                  "diagnostics.report")),
     ("service", ("diagnostics.service", "diagnostics.sessions", "diagnostics.contrib", "diagnostics.jobs",
