@@ -57,6 +57,32 @@ def test_wsl_virtual_gpu_is_not_a_machine_without_gpu():
     assert "pci.gpu_count" not in f and "pci.amd_gpu_count" not in f
 
 
+_LSHW = """$ sudo lshw -c display
+  *-display
+       description: VGA compatible controller
+       product: {product}
+       vendor: {vendor}
+       physical id: 0
+       bus info: pci@0000:02:00.0
+       configuration: driver={driver} latency=0
+$ rocminfo
+"""
+
+
+def test_lshw_display_list():
+    vm = _LSHW.format(product="SVGA II Adapter", vendor="VMware", driver="vmwgfx")
+    f = host_checks.parse(vm).facts
+    assert f["pci.gpu_count"] == 0 and f["system.virtualization"] == "vmware"
+    # a server's BMC adapter alone says nothing: its accelerators (MI300, class 12) are no display devices
+    bmc = _LSHW.format(product="ASPEED Graphics Family", vendor="ASPEED Technology, Inc.", driver="ast")
+    assert host_checks.parse(bmc).facts == {}
+    amd = _LSHW.format(product="Navi 31 [Radeon RX 7900 XT/7900 XTX]", vendor="Advanced Micro Devices, Inc. [AMD/ATI]",
+                       driver="amdgpu")
+    assert host_checks.parse(amd).facts == {"pci.amd_gpu_count": 1}
+    cut = vm.rsplit("$ rocminfo", 1)[0]     # the paste ends inside the listing
+    assert "pci.gpu_count" not in host_checks.parse(cut).facts
+
+
 def test_lsmod_answers():
     empty = "alice@box:~$ lsmod | grep amdgpu\nalice@box:~$ sudo modprobe amdgpu\n"
     assert host_checks.parse(empty).facts == {"driver.amdgpu_loaded": False}

@@ -50,8 +50,8 @@ _NEXT_CMD = re.compile(r"^(?:" + _PROMPT + r"\s*)?(?:sudo\s+)?(?:lspci|lsmod|dkm
                        r"|dmesg|journalctl|rocminfo|rocm-smi|amd-smi|nvidia-smi|clinfo|python3?|pip3?|apt(?:-get)?|yum|dnf"
                        r"|rpm|dpkg|groups|id|echo|export|which|cd|env|printenv|hipconfig|lsb_release|hostnamectl|docker"
                        r"|podman|sudo)(?:\s|$)")
-_CMD_WORD = re.compile(r"\b(?:lspci|lsmod|uname|cat|ls|ll)\b")
-_CMD = re.compile(r"^(?:" + _PROMPT + r"\s*)?(?:sudo\s+(?:-\S+\s+)*)?(?P<cmd>lspci|lsmod|dkms|uname|cat|ls|ll)\b"
+_CMD_WORD = re.compile(r"\b(?:lspci|lshw|lsmod|uname|cat|ls|ll)\b")
+_CMD = re.compile(r"^(?:" + _PROMPT + r"\s*)?(?:sudo\s+(?:-\S+\s+)*)?(?P<cmd>lspci|lshw|lsmod|dkms|uname|cat|ls|ll)\b"
                   r"(?P<args>[^\n]{0,400})$")
 
 # --- lspci ---------------------------------------------------------------------------------------------------------
@@ -182,6 +182,7 @@ class _Scan:
         self.gpus: dict[str, tuple[str, str | None]] = {}   # slot -> (vendor, device id)
         self.listing_complete = False
         self.listing_wsl = False
+        self.vm_display_only = False   # a whole `lshw -c display`: a hypervisor's adapter, no AMD or NVIDIA one
         self.amd_absent = False        # `lspci | grep AMD` printed nothing
         self.nvidia_absent = False
         self.modules: dict[str, list[bool]] = {"amdgpu": [], "nvidia": []}   # per lsmod answer: loaded?
@@ -262,6 +263,50 @@ def _lspci_block(sc: _Scan, lines: list[str], i: int, args: str | None) -> int:
     return j
 
 
+_LSHW_NODE = re.compile(r"^\*-display(?::\d+)?(?: UNCLAIMED)?$")
+_LSHW_FIELD = re.compile(r"^(?P<key>[a-z][a-z ]{1,20}):\s*(?P<val>.{0,300})$")
+_LSHW_BUS = re.compile(r"^pci@(?P<slot>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])$")
+
+
+def _lshw_block(sc: _Scan, lines: list[str], i: int) -> int:
+    """``lshw -c display``: one ``*-display`` node a display device (VGA, 3D and display classes), each with its
+    vendor and bus address.  A whole listing of nothing but a hypervisor's adapter is a virtual machine with no GPU
+    passed in (only there does it stand for the bus: a server's AMD accelerators of class 12, MI300, are no display
+    device, and their BMC's VGA is no hypervisor's)."""
+    nodes: list[dict[str, str]] = []
+    j = i
+    while j < len(lines):
+        s = lines[j]
+        if not s or s.startswith("[sudo]") or (s == "```" and not nodes):
+            j += 1
+            continue
+        if _LSHW_NODE.match(s):
+            nodes.append({})
+        elif nodes and _LSHW_FIELD.match(s):
+            f = _LSHW_FIELD.match(s)
+            nodes[-1].setdefault(f.group("key"), f.group("val").strip())
+        else:
+            break
+        j += 1
+    ended = j < len(lines) and (lines[j] == "```" or bool(_PROMPT_LINE.match(lines[j]) or _NEXT_CMD.match(lines[j])))
+    vm = False
+    for node in nodes:
+        vendor, bus = node.get("vendor", ""), _LSHW_BUS.match(node.get("bus info", ""))
+        slot = bus.group("slot").lower() if bus else None
+        if _AMD_NAME.match(vendor) or vendor.startswith("Advanced Micro Devices"):
+            sc.gpus[slot or f"lshw-{len(sc.gpus)}"] = ("amd", None)
+        elif _NVIDIA_NAME.match(vendor):
+            sc.gpus[slot or f"lshw-{len(sc.gpus)}"] = ("nvidia", None)
+        for kind, rx in _HYPERVISOR:
+            if rx.search(vendor) or rx.search(node.get("product", "")):
+                sc.seen.put("system.virtualization", kind)
+                vm = True
+                break
+    if nodes and ended and vm:
+        sc.vm_display_only = True
+    return j
+
+
 def _lsmod_block(sc: _Scan, lines: list[str], i: int, args: str | None) -> int:
     loaded: set[str] = set()
     header = False
@@ -304,6 +349,8 @@ def _empty_answer(lines: list[str], i: int) -> bool:
 
 def _command(sc: _Scan, lines: list[str], i: int, cmd: str, args: str) -> int | None:
     """A command line this reader knows; returns where to go on (None: not one of them)."""
+    if cmd == "lshw" and re.search(r"-c(?:lass)?\s+(?:video|display)\b", args):
+        return _lshw_block(sc, lines, i + 1)
     if cmd == "lspci":
         terms = _grep_terms(args)
         if terms and _empty_answer(lines, i):
@@ -490,7 +537,7 @@ def _driver_facts(sc: _Scan, res: ParseResult, facts: dict[str, Any]) -> None:
 def _pci_facts(sc: _Scan, res: ParseResult, facts: dict[str, Any]) -> None:
     amd = sorted(s for s, (v, _) in sc.gpus.items() if v == "amd")
     nvidia = sorted(s for s, (v, _) in sc.gpus.items() if v == "nvidia")
-    whole = sc.listing_complete and not sc.listing_wsl
+    whole = (sc.listing_complete or (sc.vm_display_only and not sc.gpus)) and not sc.listing_wsl
     if amd or whole or sc.amd_absent:
         facts["pci.amd_gpu_count"] = len(amd)
     if nvidia or whole or sc.nvidia_absent:
