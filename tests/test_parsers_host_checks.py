@@ -49,6 +49,20 @@ def test_lspci_whole_listing_counts_zero_a_filtered_one_does_not():
     assert f == {"pci.amd_gpu_count": 2, "pci.amd_gpu_ids": ["0x744c", "0x164e"]}, f
 
 
+def test_lspci_verbose_details_keep_the_listing_going():
+    text = ("$ sudo lspci -vvv\n00:00.0 Host bridge: Intel Corporation Device 3e30 (rev 0d)\n"
+            "\tSubsystem: ASUSTeK Computer Inc. Device 8694\n\tCapabilities: [e0] Vendor Specific Information: Len=10 <?>\n"
+            "\n00:01.0 PCI bridge: Intel Corporation 6th Gen Core Processor PCIe Controller (x16) (rev 0d)\n"
+            "\t\tLnkCap:\tPort #2, Speed 8GT/s, Width x16, ASPM L0s L1\n\t\t\tClockPM- Surprise- LLActRep- BwNot+\n"
+            "00:14.0 USB controller: Intel Corporation Device a36d\n00:17.0 SATA controller: Intel Corporation Device a352\n"
+            "01:00.0 VGA compatible controller: Advanced Micro Devices, Inc. [AMD/ATI] Navi 21 (rev c1)\n"
+            "\tKernel driver in use: amdgpu\n$ \n")
+    f = host_checks.parse(text).facts
+    assert f["pci.gpu_count"] == 1 and f["pci.amd_gpu_count"] == 1 and f["driver.amdgpu_loaded"] is True
+    cut = text.split("00:14.0")[0]        # cut inside the verbose listing, before the GPU
+    assert "pci.gpu_count" not in host_checks.parse(cut).facts
+
+
 def test_wsl_virtual_gpu_is_not_a_machine_without_gpu():
     text = ("$ lspci\n1c42:00:00.0 SCSI storage controller: Red Hat, Inc. Virtio console (rev 01)\n"
             "2e5d:00:00.0 3D controller: Microsoft Corporation Basic Render Driver\n"

@@ -69,6 +69,10 @@ _HYPERVISOR = (("vmware", re.compile(r"^VMware\b")), ("virtualbox", re.compile(r
                ("hyper-v", re.compile(r"^Microsoft Corporation Hyper-V")),
                ("kvm", re.compile(r"^Red Hat, Inc\. Virtio|^Red Hat, Inc\. QXL|QEMU")),
                ("amazon", re.compile(r"^Amazon\.com, Inc\.")), ("google", re.compile(r"^Google, Inc\.")))
+# a device's detail line under lspci -v/-vv/-k ('Subsystem: ...', 'LnkCap:\tPort #0, ...', 'Capabilities: [48] ...',
+# '[PN] Part number: ...', 'ClockPM- Surprise- ...'): the listing goes on
+_LSPCI_DETAIL = re.compile(r"^(?:[A-Z][\w /().+-]{0,40}?(?:\[[0-9a-f]{1,4}\])?:(?:\s|$)|\[[A-Z][A-Z0-9]\]\s"
+                           r"|[A-Z][A-Za-z0-9]{1,20}[+-](?:\s|$))")
 _DRIVER_IN_USE = re.compile(r"^Kernel driver in use:\s*(?P<drv>\S+)$")
 
 # --- lsmod -----------------------------------------------------------------------------------------------------------
@@ -182,6 +186,7 @@ class _Scan:
         self.gpus: dict[str, tuple[str, str | None]] = {}   # slot -> (vendor, device id)
         self.listing_complete = False
         self.listing_wsl = False
+        self.indented: set[int] = set()  # lines the paste indents (lspci -v's details under their device)
         self.vm_display_only = False   # a whole `lshw -c display`: a hypervisor's adapter, no AMD or NVIDIA one
         self.amd_absent = False        # `lspci | grep AMD` printed nothing
         self.nvidia_absent = False
@@ -245,12 +250,8 @@ def _lspci_block(sc: _Scan, lines: list[str], i: int, args: str | None) -> int:
             drv = _DRIVER_IN_USE.match(s)
             if drv and last_gpu_slot and _slot_key(last_gpu_slot) in sc.gpus and drv.group("drv") in sc.modules:
                 sc.modules[drv.group("drv")].append(True)   # lspci -k: the GPU is bound to its driver
-            elif not (s.startswith(("Subsystem:", "Flags:", "Memory at", "I/O ports", "Expansion ROM", "Capabilities:",
-                                    "Kernel modules:", "Kernel driver", "Physical Slot:", "Control:", "Status:",
-                                    "Latency:", "Interrupt:", "Region ", "Bus:", "DeviceName:", "IOMMU group:",
-                                    "NUMA node:", "Device tree node:", "Secondary status:", "BridgeCtl:", "Prefetchable",
-                                    "Memory behind", "I/O behind", "Bridge:", "Vector table:", "Address:", "Masking:"))
-                     or s.startswith("[") and s.endswith("]")):
+            elif not (j in sc.indented and (_LSPCI_DETAIL.match(s)
+                                            or s.startswith(("Memory at", "I/O ports", "Expansion ROM", "Region ")))):
                 break
         j += 1
     if not slots:
@@ -607,11 +608,13 @@ def _parse_into(text: str, res: ParseResult) -> None:
         res.notes.append("no system check output recognised (lspci, lsmod, dkms status, /proc/cmdline, os-release, "
                          "package lists)")
         return
-    lines = [_clean(ln) if len(ln) <= MAX_LINE else "" for ln in clean_log(text).split("\n")[:MAX_LINES]]
+    raw = clean_log(text).split("\n")[:MAX_LINES]
+    lines = [_clean(ln) if len(ln) <= MAX_LINE else "" for ln in raw]
     tail = text[-400:].rstrip().rsplit("\n", 1)[-1].strip()
     if tail.startswith("```") or (tail and _PROMPT_LINE.match(tail + " ") and len(tail) < 200 and " " not in tail):
         lines.append("```")   # the paste ends on a closing fence or a bare prompt: the last listing is whole
     sc = _Scan()
+    sc.indented = {k for k, ln in enumerate(raw) if ln[:1] in (" ", "\t") and ln.strip()}
     i = 0
     while i < len(lines):
         s = lines[i]
