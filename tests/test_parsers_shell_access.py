@@ -9,19 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
-from diagnostics import facts as factcat
 from diagnostics import service
-from diagnostics.parsers import parse as registry_parse
 from diagnostics.parsers import shell_access
+from tests import dump_fixtures
 
-ROOT = Path(__file__).parent / "fixtures" / "dumps" / "shell_access"
-SIDECARS = sorted(ROOT.glob("*.yaml"))
-
-
-def _load(sidecar: Path) -> tuple[str, dict]:
-    return sidecar.with_suffix(".txt").read_text(encoding="utf-8"), yaml.safe_load(sidecar.read_text(encoding="utf-8"))
+SIDECARS = dump_fixtures.sidecars("shell_access")
 
 
 def test_enough_real_fixtures():
@@ -30,21 +23,7 @@ def test_enough_real_fixtures():
 
 @pytest.mark.parametrize("sidecar", SIDECARS, ids=[p.stem for p in SIDECARS])
 def test_fixture(sidecar: Path):
-    text, meta = _load(sidecar)
-    assert meta["kind"] == "shell_access" and str(meta["source"]).startswith("https://") and meta.get("note")
-    res = shell_access.parse(text)
-    for name, want in (meta.get("expect") or {}).items():
-        assert factcat.check_value(name, want) is None
-        assert res.facts.get(name) == want, f"{name}: want {want!r}, got {res.facts.get(name)!r}"
-    for name in meta.get("absent") or []:
-        assert factcat.is_known(name), name
-        assert name not in res.facts, f"{name} must not be established, got {res.facts[name]!r}"
-    _, problems = factcat.clean_facts(res.facts)
-    assert problems == []
-    # whatever parser the registry picks for the whole paste, these facts are added
-    via = registry_parse(text)
-    for name, want in (meta.get("expect") or {}).items():
-        assert via.facts.get(name) == want, (via.kind, name)
+    dump_fixtures.check(shell_access, sidecar)
 
 
 def test_bare_id_is_the_process_and_id_user_the_database():

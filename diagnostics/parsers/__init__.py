@@ -13,7 +13,7 @@ from ..textnorm import clean_log, strip_ansi, unescaped
 from .base import ParseResult, strip_log_layers
 
 KINDS = ("collect_env", "rocminfo", "rocm_smi", "amd_smi", "hipconfig", "dmesg", "nvidia_smi", "check_script", "hf_env", "app_log",
-         "shell_access", "windows_host")
+         "shell_access", "host_checks", "windows_host")
 
 MAX_PARSE_BYTES = 8 * 1024 * 1024
 
@@ -131,7 +131,7 @@ def parse(text: str, kind: str = "auto") -> ParseResult:
 EMBEDDED_MIN = 0.7   # how sure another parser must be before its facts are added to the main one's
 # readers whose every form is tied to one tool's own line, so they run on every paste (after the others, so a tool's
 # own dump keeps its values): the check-script forms and the apps' banners
-EMBEDDED_ALWAYS = ("check_script", "app_log", "shell_access", "windows_host")
+EMBEDDED_ALWAYS = ("check_script", "app_log", "shell_access", "host_checks", "windows_host")
 
 
 def _add_embedded(text: str, norm: str, result: ParseResult) -> None:

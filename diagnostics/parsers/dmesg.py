@@ -261,11 +261,22 @@ def _amdgpu_facts(log: _Log, res: ParseResult) -> None:
             res.notes.append(f"{len(log.vram)} amdgpu devices report VRAM; the largest is kept")
 
 
+_BOOT_KERNEL = re.compile(r"BOOT_IMAGE=(?:\([^)]{0,40}\))?\S{0,120}?vmlinuz-(\d+\.\d+[\w.+~-]{0,100})(?:\s|$)")
+
+
+def boot_kernel(cmd: str) -> str | None:
+    """The kernel release the boot loader started ('BOOT_IMAGE=/boot/vmlinuz-6.8.0-45-generic ...')."""
+    m = _BOOT_KERNEL.search(cmd)
+    return m.group(1) if m else None
+
+
 def _blacklist_fact(facts: dict) -> None:
-    """driver.amdgpu_blacklisted from the kernel command line."""
+    """driver.amdgpu_blacklisted from the kernel command line (and os.kernel from the image it booted)."""
     cmd = facts.get("os.kernel_cmdline")
     if not isinstance(cmd, str):
         return
+    if "os.kernel" not in facts and boot_kernel(cmd):
+        facts["os.kernel"] = boot_kernel(cmd)
     blk = False
     for t in cmd.split():
         if t == "nomodeset" or t in ("amdgpu.modeset=0", "amdgpu.modeset=false"):

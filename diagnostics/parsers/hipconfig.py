@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from . import host_checks
 from .base import Opening, ParseResult
 
 _VERSION_LINE = re.compile(r"^HIP version\s*:\s*(\S+)")
@@ -125,6 +126,7 @@ class _Sections:
     clang_version: str | None = None
     kernel: str | None = None                              # == Linux Kernel
     distro: str | None = None
+    lsb: dict[str, str] = field(default_factory=dict)      # lsb_release's Distributor ID / Release in that section
     saw_header: bool = False
 
 
@@ -186,6 +188,8 @@ def _kernel_line(sec: _Sections, s: str) -> None:
     key, sep, value = s.partition(":")
     if sep and key.strip() == "Description" and sec.distro is None:
         sec.distro = value.strip()
+    elif sep and key.strip() in ("Distributor ID", "Release"):
+        sec.lsb.setdefault(key.strip(), value.strip())
 
 
 def _hip_facts(sec: _Sections, res: ParseResult) -> None:
@@ -214,6 +218,12 @@ def _host_facts(sec: _Sections, res: ParseResult) -> None:
         res.facts["os.kernel"] = sec.kernel
     if sec.distro:
         res.facts["os.name"] = sec.distro
+        # the distribution's id and release, as the system-check reader reads lsb_release anywhere
+        lsb = "\n".join(f"{k}: {v}" for k, v in sec.lsb.items()) + f"\nDescription: {sec.distro}\n"
+        for name in ("os.id", "os.version_id"):
+            value = host_checks.parse(lsb).facts.get(name)
+            if value:
+                res.facts[name] = value
 
 
 def _env_facts(sec: _Sections, res: ParseResult) -> None:
