@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 # ollama's CPU fallback, hip-no-binary-for-gpu, hip-invalid-device-function and the hardware exception 6, the NVIDIA
 # driver 5; the next ones have 4 or fewer, where the entry's own fix already names them)
 GENERIC_MIN_ROOTS = 5
-ROOT_GUESSES = 2          # at most this many causes per consequence
+ROOT_GUESSES = 3          # at most this many causes per consequence
 MIN_SCORE = 0.2           # relative BM25 score among the consequence's own causes
 
 
@@ -104,7 +104,7 @@ def root_guesses(res: dict[str, Any], text: str, kb: Any, facts: dict[str, Any] 
                 return res
         # the causes the words around the paste already pointed at keep their place, then the best of the rest
         chosen: list[dict[str, Any]] = [g for g in possible if g.get("id") in cands][:limit]
-        ranked = [h for h in ret.rank(text, limit=len(ret.ids), ignore=[d["id"]]) if h["id"] in cands]
+        ranked = ret.rank(text, limit=len(cands), ignore=[d["id"]], only=cands)
         top = (ranked[0]["bm25"] or 1.0) if ranked else 1.0
         for h in ranked:
             if len(chosen) >= limit or h["bm25"] / top < MIN_SCORE:

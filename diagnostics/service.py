@@ -523,7 +523,8 @@ def diagnose(report: dict[str, Any], kb_dir: str | None = None,
     words = "\n".join(x for x in (pasted, str(report.get("description") or "")) if x.strip())
     if words:
         # a generic consequence that fired alone ("HIP sees no GPU"): which of its known causes the text points at
-        root_guesses(res, bounded_query(words), kb, facts)
+        # (a dump's 'Label: value' tables are left out, as for the other guesses: field values are no evidence)
+        root_guesses(res, without_label_tables(bounded_query(words)), kb, facts)
     report["diagnoses"] = res["diagnoses"]
     report["not_ruled_out"] = res["not_ruled_out"]
     report["possible"] = res.get("possible") or []   # ranked guesses ("basis": "possible"), apart from the causes

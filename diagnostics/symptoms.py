@@ -725,9 +725,11 @@ class Retriever:
             return len(t) == 2 and t in self.symptom_pairs
         return True
 
-    def rank(self, text: str, limit: int = 5, ignore: Iterable[str] = ()) -> list[dict[str, Any]]:
+    def rank(self, text: str, limit: int = 5, ignore: Iterable[str] = (),
+             only: Iterable[str] | None = None) -> list[dict[str, Any]]:
         """``[{"id", "score", "phrase", "terms"}]`` best first; *ignore*: ids whose document's words count as
-        already explained (a confirmed finding) and are taken out of the query."""
+        already explained (a confirmed finding) and are taken out of the query; *only*: rank these ids alone (the
+        relative score is then relative to the best of them)."""
         if len(text) > MAX_QUERY_CHARS:
             text = text[-MAX_QUERY_CHARS:]
         surface: dict[str, str] = {}
@@ -754,7 +756,11 @@ class Retriever:
             scores[i] *= f
         for i in self.family_of(text):
             scores[i] *= FAMILY_BOOST
-        order = sorted(range(len(self.ids)), key=lambda i: (-scores[i], self.ids[i]))
+        pool = range(len(self.ids))
+        if only is not None:
+            keep = set(only)
+            pool = [i for i in pool if self.ids[i] in keep]
+        order = sorted(pool, key=lambda i: (-scores[i], self.ids[i]))
         best = float(scores[order[0]]) if order else 0.0
         if best <= 0:
             return []
