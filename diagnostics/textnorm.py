@@ -16,8 +16,9 @@ the wrapped-line appendix is bounded by the size of the text.
 * :func:`html_text` (part of :func:`clean_log`) - a paste taken from a page's HTML: entities (``&quot;``, ``&apos;``)
   decoded, inline formatting tags (``<b>``, ``<code>``) dropped, ``<br>`` as a line break.
 * :func:`c_locale_words` (part of :func:`clean_log`) - system messages printed in a Chinese or Japanese locale
-  (``段错误 (核心已转储)``, ``权限不够``, ``已杀死``, Windows' ``找不到指定的模块``) back to the C-locale words
-  (``Segmentation fault (core dumped)``, ``Permission denied``, ``Killed``, ...) the KB's signatures use.
+  (``段错误 (核心已转储)``, ``权限不够``, ``已杀死``, Windows' ``找不到指定的模块``, the loader's ``无法打开共享对象文件``,
+  apt's ``没有 Release 文件``) back to the C-locale words (``Segmentation fault (core dumped)``, ``Permission denied``,
+  ``Killed``, ``cannot open shared object file``, ...) the KB's signatures use.
 * :func:`escaped_readings` - an appendix of the lines that hold a log as a quoted string (docker's json-file
   ``{"log":"...\\n"}``, a JSON answer, a Python repr of captured stderr: line breaks written ``\\n``) decoded into
   their lines, and of the lines a Markdown source escaped (``HSA\\_OVERRIDE\\_GFX\\_VERSION``) unescaped; scanned
@@ -169,6 +170,17 @@ _LOCALIZED = {
     "找不到指定的模块": "The specified module could not be found",
     "动态链接库(DLL)初始化例程失败": "A dynamic link library (DLL) initialization routine failed",
     "页面文件太小,无法完成操作": "The paging file is too small for this operation to complete",
+    "拒绝访问": "Access is denied",                     # Windows error 5, zh-CN ("[WinError 5] 拒绝访问。")
+    # the dynamic loader's dlerror() under zh_CN / zh_TW / ja_JP / de_DE: "libcudart.so.11.0: 无法打开共享对象文件: 没有
+    # 那个文件或目录" is "libcudart.so.11.0: cannot open shared object file: No such file or directory"
+    "无法打开共享对象文件": "cannot open shared object file", "無法開啟共享物件檔案": "cannot open shared object file",
+    "共有オブジェクトファイルを開けません": "cannot open shared object file",
+    "Kann die Shared-Object-Datei nicht öffnen": "cannot open shared object file",
+    # zh_TW glibc strerror and Windows zh-TW error 126
+    "沒有此一檔案或目錄": "No such file or directory", "沒有此檔案或目錄": "No such file or directory",
+    "拒絕不符權限的操作": "Permission denied", "找不到指定的模組": "The specified module could not be found",
+    # apt under zh_CN: E: 仓库 “https://repo.radeon.com/rocm/apt/6.0 ubuntu Release” 没有 Release 文件。
+    "没有 Release 文件": "does not have a Release file",
     # the same glibc/bash messages in the other locales people paste from most (ja_JP, de_DE, ru_RU)
     "許可がありません": "Permission denied", "そのようなファイルやディレクトリはありません": "No such file or directory",
     "Speicherzugriffsfehler": "Segmentation fault", " (Speicherabzug geschrieben)": " (core dumped)",
