@@ -177,6 +177,8 @@ _LOCALIZED = {
     # cmd.exe in zh-CN / zh-TW: "'rocminfo' 不是内部或外部命令，也不是可运行的程序\n或批处理文件。"
     "不是内部或外部命令": "is not recognized as an internal or external command",
     "不是內部或外部命令": "is not recognized as an internal or external command",
+    # ...and ja-JP ("'node' は、内部コマンドまたは外部コマンド、\n操作可能なプログラム..."; its "、" folded to ",")
+    "は,内部コマンドまたは外部コマンド": "is not recognized as an internal or external command",
     "拒绝访问": "Access is denied",                     # Windows error 5, zh-CN ("[WinError 5] 拒绝访问。")
     # the dynamic loader's dlerror() under zh_CN / zh_TW / ja_JP / de_DE: "libcudart.so.11.0: 无法打开共享对象文件: 没有
     # 那个文件或目录" is "libcudart.so.11.0: cannot open shared object file: No such file or directory"

@@ -162,6 +162,8 @@ def test_system_messages_in_a_chinese_or_japanese_locale_read_as_the_c_locale(ma
     assert clean_log("'yarn' 不是內部或外部命令、可執行的程式或批次檔。").startswith(
         "'yarn' is not recognized as an internal or external command")
     assert first(matcher, "'rocminfo' 不是内部或外部命令，也不是可运行的程序\n或批处理文件。")[0] == "rocm-tools-not-found"
+    assert clean_log("'node' は、内部コマンドまたは外部コマンド、").startswith(
+        "'node' is not recognized as an internal or external command")
     # https://github.com/open-mmlab/mmdetection/issues/5263 (the host ran out of RAM; more swap fixed it)
     assert first(matcher, "[>>>>>>>>>> ] 1022/5000, 1.5 task/s, elapsed: 673s, ETA: 2621s已杀死")[0] == \
         "host-ram-oom-killed"
