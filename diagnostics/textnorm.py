@@ -16,8 +16,9 @@ the wrapped-line appendix is bounded by the size of the text.
 * :func:`html_text` (part of :func:`clean_log`) - a paste taken from a page's HTML: entities (``&quot;``, ``&apos;``)
   decoded, inline formatting tags (``<b>``, ``<code>``) dropped, ``<br>`` as a line break.
 * :func:`c_locale_words` (part of :func:`clean_log`) - system messages printed in a Chinese or Japanese locale
-  (``段错误 (核心已转储)``, ``权限不够``, ``已杀死``, Windows' ``找不到指定的模块``) back to the C-locale words
-  (``Segmentation fault (core dumped)``, ``Permission denied``, ``Killed``, ...) the KB's signatures use.
+  (``段错误 (核心已转储)``, ``权限不够``, ``已杀死``, Windows' ``找不到指定的模块``, the loader's ``无法打开共享对象文件``,
+  apt's ``没有 Release 文件``) back to the C-locale words (``Segmentation fault (core dumped)``, ``Permission denied``,
+  ``Killed``, ``cannot open shared object file``, ...) the KB's signatures use.
 * :func:`escaped_readings` - an appendix of the lines that hold a log as a quoted string (docker's json-file
   ``{"log":"...\\n"}``, a JSON answer, a Python repr of captured stderr: line breaks written ``\\n``) decoded into
   their lines, and of the lines a Markdown source escaped (``HSA\\_OVERRIDE\\_GFX\\_VERSION``) unescaped; scanned
@@ -168,7 +169,40 @@ _LOCALIZED = {
     "未找到命令": "command not found", "不允许的操作": "Operation not permitted",
     "找不到指定的模块": "The specified module could not be found",
     "动态链接库(DLL)初始化例程失败": "A dynamic link library (DLL) initialization routine failed",
+    # Windows error 1455 in zh-CN / zh-TW; the full-width comma Windows prints reaches here as ", " (fold_punctuation)
     "页面文件太小,无法完成操作": "The paging file is too small for this operation to complete",
+    "页面文件太小, 无法完成操作": "The paging file is too small for this operation to complete",
+    "分頁檔太小, 無法完成操作": "The paging file is too small for this operation to complete",
+    "分頁檔太小,無法完成操作": "The paging file is too small for this operation to complete",
+    # cmd.exe in zh-CN / zh-TW: "'rocminfo' 不是内部或外部命令，也不是可运行的程序\n或批处理文件。"
+    "不是内部或外部命令": "is not recognized as an internal or external command",
+    "不是內部或外部命令": "is not recognized as an internal or external command",
+    # ...and ja-JP ("'node' は、内部コマンドまたは外部コマンド、\n操作可能なプログラム..."; its "、" folded to ",")
+    "は,内部コマンドまたは外部コマンド": "is not recognized as an internal or external command",
+    "拒绝访问": "Access is denied",                     # Windows error 5, zh-CN ("[WinError 5] 拒绝访问。")
+    # the dynamic loader's dlerror() under zh_CN / zh_TW / ja_JP / de_DE: "libcudart.so.11.0: 无法打开共享对象文件: 没有
+    # 那个文件或目录" is "libcudart.so.11.0: cannot open shared object file: No such file or directory"
+    "无法打开共享对象文件": "cannot open shared object file", "無法開啟共享物件檔案": "cannot open shared object file",
+    "共有オブジェクトファイルを開けません": "cannot open shared object file",
+    "Kann die Shared-Object-Datei nicht öffnen": "cannot open shared object file",
+    # ...and in es_ES, fr_FR (glibc's own translations, as pasted: "libXtst.so.6: no se puede abrir el fichero del
+    # objeto compartido: No existe el fichero o el directorio", "libxcb-dri3.so: Ne peut ouvrir le fichier d'objet
+    # partagé: Aucun fichier ou dossier de ce type"), with ENOENT/EACCES in es, fr, pt_BR and ko_KR
+    "no se puede abrir el fichero del objeto compartido": "cannot open shared object file",
+    "Ne peut ouvrir le fichier d'objet partagé": "cannot open shared object file",
+    "No existe el fichero o el directorio": "No such file or directory",
+    "No existe el archivo o el directorio": "No such file or directory",
+    "Aucun fichier ou dossier de ce type": "No such file or directory",
+    "Aucun fichier ou dossier de ce nom": "No such file or directory",
+    "Arquivo ou diretório inexistente": "No such file or directory",
+    "그런 파일이나 디렉터리가 없습니다": "No such file or directory",
+    "Permiso denegado": "Permission denied", "Permission non accordée": "Permission denied",
+    "Permissão negada": "Permission denied",
+    # zh_TW glibc strerror and Windows zh-TW error 126
+    "沒有此一檔案或目錄": "No such file or directory", "沒有此檔案或目錄": "No such file or directory",
+    "拒絕不符權限的操作": "Permission denied", "找不到指定的模組": "The specified module could not be found",
+    # apt under zh_CN: E: 仓库 “https://repo.radeon.com/rocm/apt/6.0 ubuntu Release” 没有 Release 文件。
+    "没有 Release 文件": "does not have a Release file",
     # the same glibc/bash messages in the other locales people paste from most (ja_JP, de_DE, ru_RU)
     "許可がありません": "Permission denied", "そのようなファイルやディレクトリはありません": "No such file or directory",
     "Speicherzugriffsfehler": "Segmentation fault", " (Speicherabzug geschrieben)": " (core dumped)",
@@ -199,11 +233,13 @@ def html_text(text: str) -> str:
     return text
 
 
-_ASCII_HINTS = ("Speicher", "Keine Berechtigung", "Datei oder Verzeichnis", "Abgebrochen")   # the all-ASCII keys
+_ASCII_HINTS = ("Speicher", "Keine Berechtigung", "Datei oder Verzeichnis", "Abgebrochen",     # the all-ASCII keys
+                "objeto compartido", "No existe el", "Aucun fichier ou", "Permiso denegado")
 
 
 def c_locale_words(text: str) -> str:
-    """Localised system messages (glibc, bash, Windows in zh_CN, ja_JP, de_DE, ru_RU) as the C locale prints them."""
+    """Localised system messages (glibc, bash, apt, Windows in zh_CN, zh_TW, ja_JP, de_DE, ru_RU and the loader's
+    and strerror's words in es, fr, pt_BR, ko_KR) as the C locale prints them."""
     if text.isascii() and not any(k in text for k in _ASCII_HINTS):
         return text
     return _LOCALIZED_RE.sub(lambda m: _LOCALIZED.get(m.group(0)) or _LOCALIZED_AT_END[m.group(0)], text)

@@ -124,6 +124,46 @@ def test_system_messages_in_a_chinese_or_japanese_locale_read_as_the_c_locale(ma
     # the KB's English signatures then find them
     assert first(matcher, NO_BINARY + "\n已放弃 (核心已转储)")[0] == "hip-no-binary-for-gpu"
     assert first(matcher, "Unable to open /dev/kfd read-write: 权限不够")[0] == "user-not-in-render-video-group"
+    # the dynamic loader and apt in zh_CN, zh_TW, ja_JP, de_DE (dlerror's words as glibc prints them there)
+    assert clean_log("ImportError: libcudart.so.11.0: 无法打开共享对象文件: 没有那个文件或目录") == \
+        "ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory"
+    assert clean_log("libfreetype.so.6：無法開啟共享物件檔案：沒有此檔案或目錄") == \
+        "libfreetype.so.6: cannot open shared object file: No such file or directory"
+    assert clean_log("libopenblas64_.so: 共有オブジェクトファイルを開けません: そのようなファイルやディレクトリはありません") == \
+        "libopenblas64_.so: cannot open shared object file: No such file or directory"
+    assert clean_log("libpng12.so.0: Kann die Shared-Object-Datei nicht öffnen: Datei oder Verzeichnis nicht gefunden") == \
+        "libpng12.so.0: cannot open shared object file: No such file or directory"
+    assert clean_log("hdf5.h: 沒有此一檔案或目錄") == "hdf5.h: No such file or directory"
+    assert clean_log("libXtst.so.6: no se puede abrir el fichero del objeto compartido: No existe el fichero o el "
+                     "directorio") == "libXtst.so.6: cannot open shared object file: No such file or directory"
+    assert clean_log("libxcb-dri3.so: Ne peut ouvrir le fichier d'objet partagé: Aucun fichier ou dossier de ce type") \
+        == "libxcb-dri3.so: cannot open shared object file: No such file or directory"
+    assert clean_log("bash: cmd: Arquivo ou diretório inexistente") == "bash: cmd: No such file or directory"
+    assert clean_log("cat: softlink: 그런 파일이나 디렉터리가 없습니다") == "cat: softlink: No such file or directory"
+    assert first(matcher, "OSError: libcudnn_ops_infer.so.8: no se puede abrir el fichero del objeto compartido: "
+                          "No existe el fichero o el directorio")[0] == "cudnn-or-nvrtc-library-load-failure"
+    assert clean_log("Unable to open /dev/kfd read-write: 拒絕不符權限的操作").endswith("Permission denied")
+    assert clean_log("OSError: [WinError 126] 找不到指定的模組。").startswith(
+        "OSError: [WinError 126] The specified module could not be found.")
+    assert clean_log("PermissionError: [WinError 5] 拒绝访问。").startswith("PermissionError: [WinError 5] Access is denied.")
+    assert "does not have a Release file." in clean_log(
+        "E: 仓库 “https://repo.radeon.com/rocm/apt/6.0 ubuntu Release” 没有 Release 文件。")
+    assert first(matcher, "ImportError: libcudart.so.11.0: 无法打开共享对象文件: 没有那个文件或目录")[0] == \
+        "cudnn-or-nvrtc-library-load-failure"
+    assert first(matcher, "错误:3 https://repo.radeon.com/rocm/apt/6.0 ubuntu Release\n  404  Not Found\n"
+                          "E: 仓库 “https://repo.radeon.com/rocm/apt/6.0 ubuntu Release” 没有 Release 文件。")[0] == \
+        "apt-repository-key-failure"
+    # Windows messages whose full-width comma fold_punctuation spaces: the locale key still matches
+    assert clean_log("OSError: [WinError 1455] 页面文件太小，无法完成操作。").startswith(
+        "OSError: [WinError 1455] The paging file is too small for this operation to complete.")
+    assert clean_log("分頁檔太小，無法完成操作。").startswith("The paging file is too small for this operation to complete.")
+    assert clean_log("'rocminfo' 不是内部或外部命令，也不是可运行的程序").startswith(
+        "'rocminfo' is not recognized as an internal or external command")
+    assert clean_log("'yarn' 不是內部或外部命令、可執行的程式或批次檔。").startswith(
+        "'yarn' is not recognized as an internal or external command")
+    assert first(matcher, "'rocminfo' 不是内部或外部命令，也不是可运行的程序\n或批处理文件。")[0] == "rocm-tools-not-found"
+    assert clean_log("'node' は、内部コマンドまたは外部コマンド、").startswith(
+        "'node' is not recognized as an internal or external command")
     # https://github.com/open-mmlab/mmdetection/issues/5263 (the host ran out of RAM; more swap fixed it)
     assert first(matcher, "[>>>>>>>>>> ] 1022/5000, 1.5 task/s, elapsed: 673s, ETA: 2621s已杀死")[0] == \
         "host-ram-oom-killed"
