@@ -84,3 +84,15 @@ def test_the_kb_reasons_from_a_pasted_access_check():
     member = text.replace("plugdev video lpadmin", "plugdev video render lpadmin")
     rep = service.diagnose_text(logs=[("check.txt", member)])
     assert "user-not-in-render-video-group" not in [d["id"] for d in rep["diagnoses"] if d.get("basis") != "possible"]
+
+
+@pytest.mark.parametrize("line", [
+    # coreutils' zh_CN translation, as pasted in Chinese Linux notes (e.g. "用户id=1000(sevenwate) 组id=1000(sevenwate)
+    # 组=1000(sevenwate),24(cdrom),...,44(video)") and the older form that kept uid/gid ("uid=1000(ufo) gid=1000(ufo) 组=...")
+    "用户id=1000(u) 组id=1000(u) 组=1000(u),4(adm),24(cdrom),27(sudo),44(video)",
+    "uid=1000(u) gid=1000(u) 组=1000(u),4(adm),24(cdrom),27(sudo),44(video)",
+])
+def test_id_in_a_chinese_locale(line):
+    f = shell_access.parse("$ id\n" + line + "\n$ ls -l /dev/kfd\ncrw-rw---- 1 root render 235, 0 12月  4 09:12 /dev/kfd\n").facts
+    assert f["user.uid"] == 1000 and f["user.groups"] == ["u", "adm", "cdrom", "sudo", "video"]
+    assert f["user.in_render_group"] is False and f["kfd.group"] == "render"

@@ -33,7 +33,9 @@ _LS = re.compile(r"^(?P<mode>c[-r][-w][-xsS][-r][-w][-xsS][-r][-w][-xtT])(?P<acl
 _STAT_FILE = re.compile(r"^File:\s+['‘]?(?P<path>/dev/(?:kfd|dri/renderD\d+))['’]?\s*$")
 _STAT_ACCESS = re.compile(r"^Access:\s+\(\d{4}/(?P<mode>c[-rwxsStT]{9})\)\s+Uid:\s+\(\s*\d+/\s*(?P<owner>\S+)\)\s+"
                           r"Gid:\s+\(\s*(?P<gid>\d+)/\s*(?P<group>\S+)\)")
-_ID = re.compile(r"^uid=(?P<uid>\d+)\((?P<user>[^)]*)\)\s+gid=\d+\([^)]*\)(?:\s+groups=(?P<groups>\S+))?")
+# (coreutils in zh_CN prints "用户id=1000(u) 组id=1000(u) 组=1000(u),44(video)", older releases "uid=… gid=… 组=…")
+_ID = re.compile(r"^(?:uid|用户id)=(?P<uid>\d+)\((?P<user>[^)]*)\)\s+(?:gid|组id)=\d+\([^)]*\)"
+                 r"(?:\s+(?:groups|组)=(?P<groups>\S+))?")
 # a shell prompt before the command: "$ ", "alice@box:~$ ", "[root@host dri]# ", "root:~# ", "PS> "
 _PROMPT = r"(?:\[[^\]]{1,80}\][$#]\s*|\S{0,80}[$#>]\s*)?"
 _ID_CMD = re.compile(r"^" + _PROMPT + r"id(?:\s+(?P<user>[A-Za-z_][\w.-]*))?\s*$")
