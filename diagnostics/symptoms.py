@@ -925,6 +925,9 @@ _TOOL_LINE = re.compile(
     r"|\s*[\w .()/-]{1,40}:\s{2,}\S"                     # aligned 'Key:   value' tables
     r"|\s*[\w .()/-]{1,40}[:?=]\s*(?:True|False|None|\d[\w.+-]*|'[^']*')\s*$"   # a check script's 'Key: False'
     r"|.*\b0x[0-9a-fA-F]{4,}"                            # addresses
+    r"|\s*GPU \d+: \S.*\(UUID: "                           # nvidia-smi -L
+    r"|\s*GPU\[\d+\]\s*:"                                   # rocm-smi's per-card lines
+    r"|\s*(?:True|False|None|-?\d[\w.+-]*|\[[\w\s',.+-]*\]|\(\d+, ?\d+\))\s*$"   # a bare printed value (a check's answer)
     r")")
 
 

@@ -38,3 +38,18 @@ def test_the_users_words_beside_a_dump_still_give_guesses():
     res = diagnose_text(logs=[("paste", "the generated images are completely black, only with --no-half it works\n"
                                          + COLLECT_ENV)])
     assert "fp16-nan-or-black-output" in [p["id"] for p in res["possible"]] + [d["id"] for d in res["diagnoses"]]
+
+
+def test_a_healthy_check_gets_no_guesses_from_its_printed_values():
+    # the checks guides ask for, healthy: nvidia-smi -L, rocm-smi's per-card lines and a check's bare True / 1
+    nv = ('$ echo $CUDA_VISIBLE_DEVICES\n0\n$ nvidia-smi -L\nGPU 0: NVIDIA GeForce RTX 4090 (UUID: GPU-5a1c2b3d)\n'
+          '$ python -c "import torch; print(torch.cuda.is_available())"\nTrue\n')
+    amd = ('$ rocm-smi --showproductname\nGPU[0]\t\t: Card Series: \t\tNavi 31 [Radeon RX 7900 XT/7900 XTX]\n'
+           'GPU[1]\t\t: Card Series: \t\tNavi 31 [Radeon RX 7900 XT/7900 XTX]\n'
+           '$ python -c "import torch; print(torch.cuda.device_count(), torch.cuda.get_device_capability())"\n2\n(11, 0)\n')
+    for text in (nv, amd):
+        res = diagnose_text(logs=[("check.txt", text)])
+        assert res["possible"] == [] and res["verdict"] != "problems", [p["id"] for p in res["possible"]]
+    # the user's sentence beside them still counts
+    res = diagnose_text(logs=[("check.txt", "generation is very slow, the gpu stays at 0% usage\n" + nv)])
+    assert res["possible"]
