@@ -515,3 +515,20 @@ def test_guesses_from_words_are_a_separate_grey_section_never_red():
     labels = [e.label for e in at.expander]
     guess = next(lb for lb in labels if rep["possible"][0]["title"].split()[0] in lb and ":gray[" in lb)
     assert ":red[" not in guess
+
+
+def test_a_guessed_root_cause_says_whose_cause_it_is():
+    # case 1093 of the tuning set (a vLLM container whose render group id differs from the host's): only the
+    # consequence, hip-runtime-sees-no-gpu, is confirmed; its known causes come first among the guesses
+    import yaml
+    from pathlib import Path
+
+    case = next((Path(__file__).parent / "eval" / "tuning").glob("1093-*.yaml"))
+    at = AppTest.from_file("../ui/diagnose.py", default_timeout=60).run()
+    at.text_area(key="paste").input(yaml.safe_load(case.read_text(encoding="utf-8"))["log"])
+    at.button(key="diagnose_text").click().run()
+    assert not at.exception
+    rep = at.session_state["report"]
+    lifted = [d for d in rep["possible"] if d.get("root_of")]
+    assert lifted and rep["possible"][0] == lifted[0]
+    assert any("A known cause of hip-runtime-sees-no-gpu" in c.value for c in at.caption)
