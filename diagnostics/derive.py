@@ -148,7 +148,16 @@ def _kinds_from_torch_names(facts: dict[str, Any]) -> dict[str, Any]:
     """gpu.integrated_count / discrete_count / first_is_integrated from the device names torch listed, in its
     order (after any visible-devices mask: what the program itself uses), where every name says its kind."""
     names = facts.get("torch.device_names")
-    if facts.get("torch.build") not in (None, "rocm") or not isinstance(names, list) or len(names) < 2:
+    if facts.get("torch.build") not in (None, "rocm") or not isinstance(names, list) or not names:
+        return {}
+    if len(names) == 1:
+        # one device: torch lists every GPU agent the runtime has unless a mask hides some, so without a mask in
+        # the facts the one it names is the machine's only GPU
+        if any(k.startswith("env.") and k.endswith("VISIBLE_DEVICES") for k in facts) or facts.get("gpu.count", 1) != 1:
+            return {}
+        if isinstance(names[0], str) and _INTEGRATED_NAME.search(names[0]) \
+                and "gpu.integrated_count" not in facts and "gpu.discrete_count" not in facts:
+            return {"gpu.integrated_count": 1, "gpu.discrete_count": 0}
         return {}
     kinds = []
     for n in names:

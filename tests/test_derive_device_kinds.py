@@ -90,3 +90,11 @@ def test_an_old_driver_beside_a_cu124_wheel_is_named_from_the_paste_alone():
 def test_a_mask_is_judged_against_the_cards_an_smi_listing_names(facts, problem):
     out = derive(facts)
     assert bool(out.get("visible_devices.problems")) is problem
+
+
+def test_one_device_named_as_an_apus_graphics_is_the_only_gpu_unless_a_mask_is_shown():
+    out = derive({"torch.build": "rocm", "torch.device_names": ["AMD Radeon Graphics"]})
+    assert (out["gpu.integrated_count"], out["gpu.discrete_count"]) == (1, 0)
+    assert "gpu.integrated_count" not in derive({"torch.device_names": ["AMD Radeon Graphics"],
+                                                 "env.HIP_VISIBLE_DEVICES": "1"})
+    assert "gpu.integrated_count" not in derive({"torch.device_names": ["AMD Radeon RX 7900 XTX"]})
