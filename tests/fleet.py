@@ -87,7 +87,8 @@ def base_reports(kb_dir: str | None = None, healthy: int = 12) -> list[dict[str,
 
 def _vary(text: str, rng: random.Random) -> str:
     user = rng.choice(USERS)
-    text = re.sub(r"0x[0-9a-fA-F]{6,}", lambda m: "0x" + "".join(rng.choice("0123456789abcdef")
+    # addresses vary from run to run; 8-digit codes (0xc0000005, an NTSTATUS that entries match) do not
+    text = re.sub(r"0x[0-9a-fA-F]{9,}", lambda m: "0x" + "".join(rng.choice("0123456789abcdef")
                                                                  for _ in range(len(m.group(0)) - 2)), text)
     text = re.sub(r"/home/[^/\s]+/", f"/home/{user}/", text)
     text = re.sub(r"\b(pid|PID|process) (\d+)", lambda m: f"{m.group(1)} {rng.randrange(1000, 99999)}", text)

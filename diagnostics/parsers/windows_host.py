@@ -24,12 +24,12 @@ MAX_LINES = 20_000
 
 _PS_PROMPT = re.compile(r"^PS [A-Za-z]:\\[^>\n]{0,200}>")
 _CMD_PROMPT = re.compile(r"^[A-Za-z]:\\[^>\n]{0,200}>\s*\S")
-_WIN_FRAME = re.compile(r'^\s*File "[A-Za-z]:\\[^"\n]{1,300}", line \d+')
+_WIN_FRAME = re.compile(r'^[ \t]*File "[A-Za-z]:\\[^"\n]{1,300}", line \d+')
 # the commands that list the display adapters (wmic; PowerShell's CIM/WMI cmdlets, piped to Select/Format-List)
 _ADAPTER_CMD = re.compile(r"(?i)\b(wmic\s+path\s+win32_videocontroller\b|(Get-CimInstance|Get-WmiObject|gcim|gwmi)\s+"
                           r"(-ClassName\s+|-Class\s+)?Win32_VideoController\b)")
 _NAME_FL = re.compile(r"^(?:Name|Caption|Description)\s*:\s*(?P<name>\S.{0,120}?)\s*$")
-_DXDIAG = re.compile(r"^\s*Card name:\s*(?P<name>\S.{0,120}?)\s*$")
+_DXDIAG = re.compile(r"^[ \t]*Card name:[ \t]*(?P<name>\S.{0,120}?)[ \t]*$")
 _VENDOR = (
     ("amd", re.compile(r"(?i)\b(AMD|Radeon|ATI|FirePro|Instinct)\b")),
     ("nvidia", re.compile(r"(?i)\b(NVIDIA|GeForce|Quadro|Tesla|RTX|GTX)\b")),
@@ -98,7 +98,7 @@ def _parse_into(text: str, res: ParseResult) -> None:
 
 def detect(text: str) -> float:
     head = text[:200_000]
-    if _ADAPTER_CMD.search(head) or re.search(r"(?m)^\s*Card name:\s*\S", head):
+    if _ADAPTER_CMD.search(head) or re.search(r"(?m)^[ \t]*Card name:[ \t]*\S", head):
         return 0.6
     return 0.0
 

@@ -21,7 +21,7 @@ FACTS = ("rocm.installed", "rocm.version", "rocm.path", "rocm.paths", "rocm.sour
          "driver.amdgpu_loaded", "driver.amdgpu_version", "kfd.present", "kfd.permission_denied", "kfd.open_error",
          "container.kind", "container.present", "gpu.count", "gpu.names", "gpu.gfx_targets", "gpu.isa_names",
          "gpu.uuids", "gpu.xnack_enabled", "gpu.integrated_count", "gpu.discrete_count", "gpu.first_is_integrated",
-         "gpu.vram_total_bytes", "gpu.vram_used_bytes", "gpu.vram_free_bytes", "env.set_names", "os.kernel", "os.name",
+         "gpu.vram_total_bytes", "gpu.vram_used_bytes", "gpu.vram_free_bytes", "env.set_names", "os.kernel", "os.name", "os.id", "os.version_id",
          # the compute processes and the GPU's load (diagnostics/probes/gpuprocs.py, parsers.base.process_facts)
          "gpu.processes", "gpu.other_process_count", "gpu.other_process_mem_bytes",
          "gpu.other_process_mem_fraction", "gpu.busy_percent", "gpu.mem_used_fraction")
