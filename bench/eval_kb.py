@@ -571,6 +571,21 @@ Its figures at freeze (9468c3c: the batch committed, no KB or matcher change for
 `bench/eval_baseline_batch13.json`: logs top-1 0.760, top-3 0.760 (0.920 incl. possible causes), negatives clean 7/7;
 descriptions top-1 0.556, top-3 0.722.
 
+**What session 14's changes did to unseen cases** (aggregate figures only, held-out first): batch 13 at freeze 0.760 /
+0.760 logs (0.920 incl. possible causes), 0.556 / 0.722 descriptions -> logs the same, descriptions 0.611 / 0.722 at
+the session's end (zh 0.444 / 0.556 unchanged, en 0.667 -> 0.778). Batches 7-12, the session's start (fa771a9) -> its
+end: logs top-1 109/146 -> 110/146, top-3 110/146 -> 111/146 (129/146 incl. possible causes, unchanged); descriptions
+66/94 -> 67/94, top-3 78/94 -> 78/94. All held-out (batches 7-13: 171 logs with a cause, 43 negatives, 112
+descriptions): **logs top-1 0.754, top-3 0.760** (0.889 incl. possible causes), negatives 43/43 clean;
+**descriptions 0.696 / 0.813**. The session's work: readers for the checks people paste (lspci, lsmod, dkms, cmdline,
+os-release, package lists; Windows adapter listings and prompts; id in zh_CN), facts derived from them (device kinds
+from torch's device names, a bare torch version on Windows, the CUDA version of a +cu wheel, the cards an SMI
+listing names), a differential that ranks the known causes of a generic consequence first among the guesses, and
+KB wordings from 54 new tuning logs, 41 source messages and 55 descriptions. Their first tries are the session's other
+unseen figures: new-thread logs 28/54 top-1 (14/26, 0/3, 11/17, 3/8 by round), source wordings 27/41, descriptions
+33/55 top-1. The held-out logs did not move: the misses are still a long tail of wordings, apps and causes, and the
+fixes made for one round's fresh cases do not reach the next round's.
+
 **Held-out batch 12** (`tests/eval/heldout/batch12/`, frozen 2026-12-04 19:18 UTC, session 13, on top of main at 14736a4,
 before any of that session's helpers' KB or matcher changes was merged): 32 logs (25 with a cause over 22 ids, 7 healthy
 or unrelated; about 45% NVIDIA, from venues earlier batches used little) and 18 descriptions (9
