@@ -577,7 +577,7 @@ the session's end (zh 0.444 / 0.556 unchanged, en 0.667 -> 0.778). Batches 7-12,
 end: logs top-1 109/146 -> 110/146, top-3 110/146 -> 111/146 (129/146 incl. possible causes, unchanged); descriptions
 66/94 -> 67/94, top-3 78/94 -> 78/94. All held-out (batches 7-13: 171 logs with a cause, 43 negatives, 112
 descriptions): **logs top-1 0.754, top-3 0.760** (0.889 incl. possible causes), negatives 43/43 clean;
-**descriptions 0.696 / 0.813**. The session's work: readers for the checks people paste (lspci, lsmod, dkms, cmdline,
+**descriptions 0.696 / 0.812**. The session's work: readers for the checks people paste (lspci, lsmod, dkms, cmdline,
 os-release, package lists; Windows adapter listings and prompts; id in zh_CN), facts derived from them (device kinds
 from torch's device names, a bare torch version on Windows, the CUDA version of a +cu wheel, the cards an SMI
 listing names), a differential that ranks the known causes of a generic consequence first among the guesses, and
